@@ -179,7 +179,7 @@ class ModuleEmitter:
         def var(f: FieldSpec) -> str:
             return local[f.attr]
 
-        def flush(next_byte: str | None = None) -> int:
+        def flush(next_byte: str | None = None, next_fmt: str = "B") -> int:
             """Unpack the batch; with ``next_byte``, also the byte after it into that local.
 
             Returns the batch's size when ``pos`` is left at its start (``next_byte`` given), so
@@ -194,7 +194,7 @@ class ModuleEmitter:
             size = sum(FIXED_FORMATS[f.type][1] for f in batch)
             targets = [var(f) for f in batch]
             if next_byte is not None:
-                fmt += "B"
+                fmt += next_fmt
                 targets.append(next_byte)
             const = self.fmt_const(fmt)
             lines.append(
@@ -213,8 +213,9 @@ class ModuleEmitter:
             if f.type in FIXED_FORMATS:
                 batch.append(f)
                 continue
-            prefetch = batch and _has_compact_length(f, version, flexible)
-            skipped = flush(f"n{depth}" if prefetch else None)
+            length_fmt = _length_format(f, version, flexible) if batch else None
+            prefetch = length_fmt is not None
+            skipped = flush(f"n{depth}" if prefetch else None, length_fmt or "B")
             lines.append(f"{var(f)}: {_python_type(f, self.struct_cls)}")
             self._decode_value(lines, f, version, flexible, depth, var(f), skipped if prefetch else None)
         if not flexible:
@@ -271,6 +272,8 @@ class ModuleEmitter:
                 lines.append(f"    pos += {skipped}")
             lines.append(f"    {target}, pos = read_uvarint(data, pos)")
             lines.append(f"{target} -= 1")
+        elif skipped is not None:
+            lines.append(f"pos += {skipped + (4 if wide else 2)}")
         else:
             const = self.fmt_const(">i" if wide else ">h")
             lines.append(f"{target}, = {const}.unpack_from(data, pos)")
@@ -440,7 +443,7 @@ class ModuleEmitter:
             if f.type in FIXED_FORMATS:
                 batch.append(f)
                 continue
-            if not (f.type in ("string", "bytes", "records") and f.compact_in(version, flexible)):
+            if f.type not in ("string", "bytes", "records"):
                 flush()
                 self._encode_value(lines, f, version, flexible, depth, f"{obj}.{f.attr}", out)
                 continue
@@ -449,7 +452,7 @@ class ModuleEmitter:
                 tail.append(written[i])
                 i += 1
             ends = flexible and not tagged and i == len(written)
-            if f.type != "string" or not batch:
+            if f.type != "string" or not batch or not f.compact_in(version, flexible):
                 batch_and_length = take_batch()
                 self._encode_value(
                     lines, f, version, flexible, depth, f"{obj}.{f.attr}", out, batch_and_length
@@ -546,6 +549,9 @@ class ModuleEmitter:
                 fmt, values = pending
                 lines.append(f"    {out} += {self.fmt_const(fmt)}.pack({values})")
             lines.append(f"    write_uvarint({out}, {n})")
+        elif pending is not None:
+            fmt, values = pending
+            lines.append(f"{out} += {self.fmt_const(fmt + ('i' if wide else 'h'))}.pack({values}, {expr})")
         else:
             lines.append(f"{out} += {self.fmt_const('>i' if wide else '>h')}.pack({expr})")
 
@@ -557,6 +563,9 @@ class ModuleEmitter:
             lines.append(f"    {out} += {self.fmt_const(fmt + 'x')}.pack({values})")
         elif compact:
             lines.append(f"    {out}.append(0)")
+        elif pending is not None:
+            fmt, values = pending
+            lines.append(f"    {out} += {self.fmt_const(fmt + ('i' if wide else 'h'))}.pack({values}, -1)")
         else:
             null_length = b"\xff\xff\xff\xff" if wide else b"\xff\xff"
             lines.append(f"    {out} += {null_length!r}")
@@ -572,7 +581,7 @@ class ModuleEmitter:
         out: str,
         pending: tuple[str, str] | None = None,
     ) -> None:
-        """Write ``expr``; ``pending`` (only for a compact string or bytes) is a batch of fixed
+        """Write ``expr``; ``pending`` (only for a string or bytes field) is a batch of fixed
         fields before it, packed together with its length."""
         compact = f.compact_in(version, flexible)
         nullable = f.nullable_in(version)
@@ -697,11 +706,14 @@ def _element_field(f: FieldSpec) -> FieldSpec:
     )
 
 
-def _has_compact_length(f: FieldSpec, version: int, flexible: bool) -> bool:
-    """Whether ``f`` starts with a compact (varint) length: the byte a batch may read ahead."""
+def _length_format(f: FieldSpec, version: int, flexible: bool) -> str | None:
+    """The struct format of the length ``f`` starts with (the bytes a batch may read ahead):
+    ``B`` for the first byte of a compact (varint) length, ``h`` or ``i`` for a fixed one."""
     if f.type in FIXED_FORMATS or (f.fields is not None and not f.is_array):
-        return False
-    return f.compact_in(version, flexible)
+        return None
+    if f.compact_in(version, flexible):
+        return "B"
+    return "h" if f.type == "string" and not f.is_array else "i"
 
 
 def _fixed_around_one_string(

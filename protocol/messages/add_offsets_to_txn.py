@@ -10,12 +10,13 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>qh')
+_S1 = Struct('>qhh')
 _S2 = Struct('>qhB')
 _S3 = Struct('>qhBx')
-_S4 = Struct('>ih')
-_S5 = Struct('>ihB')
-_S6 = Struct('>ihx')
+_S4 = Struct('>qh')
+_S5 = Struct('>ih')
+_S6 = Struct('>ihB')
+_S7 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -43,11 +44,9 @@ def decode_add_offsets_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddOffs
         v_transactional_id_1 = ''
     else:
         raise DecodeError('non-nullable field TransactionalId is null')
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_2, v_producer_epoch_3, n0 = _S1.unpack_from(data, pos)
     v_group_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 12
     if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -63,10 +62,9 @@ def encode_add_offsets_to_txn_request_v0(m: AddOffsetsToTxnRequest, out: bytearr
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_3 = m.group_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.producer_id, m.producer_epoch, len(b_4))
     out += b_4
 
 
@@ -81,11 +79,9 @@ def decode_add_offsets_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddOffs
         v_transactional_id_1 = ''
     else:
         raise DecodeError('non-nullable field TransactionalId is null')
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_2, v_producer_epoch_3, n0 = _S1.unpack_from(data, pos)
     v_group_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 12
     if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -101,10 +97,9 @@ def encode_add_offsets_to_txn_request_v1(m: AddOffsetsToTxnRequest, out: bytearr
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_3 = m.group_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.producer_id, m.producer_epoch, len(b_4))
     out += b_4
 
 
@@ -119,11 +114,9 @@ def decode_add_offsets_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddOffs
         v_transactional_id_1 = ''
     else:
         raise DecodeError('non-nullable field TransactionalId is null')
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_2, v_producer_epoch_3, n0 = _S1.unpack_from(data, pos)
     v_group_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 12
     if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -139,10 +132,9 @@ def encode_add_offsets_to_txn_request_v2(m: AddOffsetsToTxnRequest, out: bytearr
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_3 = m.group_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.producer_id, m.producer_epoch, len(b_4))
     out += b_4
 
 
@@ -206,7 +198,7 @@ def encode_add_offsets_to_txn_request_v3(m: AddOffsetsToTxnRequest, out: bytearr
         if u_6 < 128:
             out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
         else:
-            out += _S1.pack(m.producer_id, m.producer_epoch)
+            out += _S4.pack(m.producer_id, m.producer_epoch)
             write_uvarint(out, u_6)
         out += b_5
         out.append(0)
@@ -272,44 +264,44 @@ def encode_add_offsets_to_txn_request_v4(m: AddOffsetsToTxnRequest, out: bytearr
         if u_6 < 128:
             out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
         else:
-            out += _S1.pack(m.producer_id, m.producer_epoch)
+            out += _S4.pack(m.producer_id, m.producer_epoch)
             write_uvarint(out, u_6)
         out += b_5
         out.append(0)
 
 
 def decode_add_offsets_to_txn_response_v0(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v0(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v1(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v1(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v2(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v2(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S5.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 7
     else:
@@ -324,11 +316,11 @@ def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v3(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S6.pack(m.throttle_time_ms, m.error_code)
+    out += _S7.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S5.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 7
     else:
@@ -343,4 +335,4 @@ def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v4(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S6.pack(m.throttle_time_ms, m.error_code)
+    out += _S7.pack(m.throttle_time_ms, m.error_code)

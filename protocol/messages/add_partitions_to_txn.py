@@ -10,15 +10,17 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>qh')
+_S1 = Struct('>qhi')
 _S2 = Struct('>i')
-_S3 = Struct('>qhB')
-_S4 = Struct('>qh?B')
-_S5 = Struct('>qh?')
-_S6 = Struct('>ih')
-_S7 = Struct('>iB')
-_S8 = Struct('>ihB')
-_S9 = Struct('>ihx')
+_S3 = Struct('>qh')
+_S4 = Struct('>qhB')
+_S5 = Struct('>qh?B')
+_S6 = Struct('>qh?')
+_S7 = Struct('>ii')
+_S8 = Struct('>ih')
+_S9 = Struct('>iB')
+_S10 = Struct('>ihB')
+_S11 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -82,11 +84,9 @@ def decode_add_partitions_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddP
         v_v3_and_below_transactional_id_2 = ''
     else:
         raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field V3AndBelowTopics is null')
     elif n0 > len(data) - pos:
@@ -126,7 +126,7 @@ def encode_add_partitions_to_txn_request_v0(m: AddPartitionsToTxnRequest, out: b
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_3 = m.v3_and_below_topics
     out += _S2.pack(len(x_3))
     for e_4 in x_3:
@@ -150,11 +150,9 @@ def decode_add_partitions_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddP
         v_v3_and_below_transactional_id_2 = ''
     else:
         raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field V3AndBelowTopics is null')
     elif n0 > len(data) - pos:
@@ -194,7 +192,7 @@ def encode_add_partitions_to_txn_request_v1(m: AddPartitionsToTxnRequest, out: b
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_3 = m.v3_and_below_topics
     out += _S2.pack(len(x_3))
     for e_4 in x_3:
@@ -218,11 +216,9 @@ def decode_add_partitions_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddP
         v_v3_and_below_transactional_id_2 = ''
     else:
         raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field V3AndBelowTopics is null')
     elif n0 > len(data) - pos:
@@ -262,7 +258,7 @@ def encode_add_partitions_to_txn_request_v2(m: AddPartitionsToTxnRequest, out: b
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_3 = m.v3_and_below_topics
     out += _S2.pack(len(x_3))
     for e_4 in x_3:
@@ -290,7 +286,7 @@ def decode_add_partitions_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddP
         v_v3_and_below_transactional_id_2 = ''
     else:
         raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S3.unpack_from(data, pos)
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S4.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
     if n0 < 128:
         pos += 11
@@ -367,7 +363,7 @@ def encode_add_partitions_to_txn_request_v3(m: AddPartitionsToTxnRequest, out: b
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_4 = m.v3_and_below_topics
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -424,7 +420,7 @@ def decode_add_partitions_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddP
                 v_transactional_id_7 = ''
             else:
                 raise DecodeError('non-nullable field TransactionalId is null')
-            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S4.unpack_from(data, pos)
+            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S5.unpack_from(data, pos)
             v_topics_11: list[AddPartitionsToTxnTopic]
             if n1 < 128:
                 pos += 12
@@ -524,7 +520,7 @@ def encode_add_partitions_to_txn_request_v4(m: AddPartitionsToTxnRequest, out: b
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S5.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        out += _S6.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
         x_7 = e_3.topics
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -582,7 +578,7 @@ def decode_add_partitions_to_txn_request_v5(data: bytes, pos: int) -> tuple[AddP
                 v_transactional_id_7 = ''
             else:
                 raise DecodeError('non-nullable field TransactionalId is null')
-            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S4.unpack_from(data, pos)
+            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S5.unpack_from(data, pos)
             v_topics_11: list[AddPartitionsToTxnTopic]
             if n1 < 128:
                 pos += 12
@@ -682,7 +678,7 @@ def encode_add_partitions_to_txn_request_v5(m: AddPartitionsToTxnRequest, out: b
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S5.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        out += _S6.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
         x_7 = e_3.topics
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -711,11 +707,9 @@ def encode_add_partitions_to_txn_request_v5(m: AddPartitionsToTxnRequest, out: b
 
 
 def decode_add_partitions_to_txn_response_v0(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field ResultsByTopicV3AndBelow is null')
     elif n0 > len(data) - pos:
@@ -745,7 +739,7 @@ def decode_add_partitions_to_txn_response_v0(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S6.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S8.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -766,15 +760,13 @@ def encode_add_partitions_to_txn_response_v0(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S8.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field ResultsByTopicV3AndBelow is null')
     elif n0 > len(data) - pos:
@@ -804,7 +796,7 @@ def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S6.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S8.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -825,15 +817,13 @@ def encode_add_partitions_to_txn_response_v1(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S8.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field ResultsByTopicV3AndBelow is null')
     elif n0 > len(data) - pos:
@@ -863,7 +853,7 @@ def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S6.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S8.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -884,11 +874,11 @@ def encode_add_partitions_to_txn_response_v2(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S8.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
     if n0 < 128:
         pos += 5
@@ -933,7 +923,7 @@ def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10, tag_count2 = _S8.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10, tag_count2 = _S10.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -993,13 +983,13 @@ def encode_add_partitions_to_txn_response_v3(m: AddPartitionsToTxnResponse, out:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S9.pack(e_9.partition_index, e_9.partition_error_code)
+            out += _S11.pack(e_9.partition_index, e_9.partition_error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_results_by_transaction_3: list[AddPartitionsToTxnResult]
     if n0 < 128:
         pos += 7
@@ -1073,7 +1063,7 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
                         v_results_by_partition_10 = []
                         append_11 = v_results_by_partition_10.append
                         for _ in range(n2):
-                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S8.unpack_from(data, pos)
+                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S10.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 7
                             else:
@@ -1120,7 +1110,7 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
 def encode_add_partitions_to_txn_response_v4(m: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if m.results_by_topic_v3_and_below:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 4')
-    out += _S6.pack(m.throttle_time_ms, m.error_code)
+    out += _S8.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1158,14 +1148,14 @@ def encode_add_partitions_to_txn_response_v4(m: AddPartitionsToTxnResponse, out:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S9.pack(e_15.partition_index, e_15.partition_error_code)
+                out += _S11.pack(e_15.partition_index, e_15.partition_error_code)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_results_by_transaction_3: list[AddPartitionsToTxnResult]
     if n0 < 128:
         pos += 7
@@ -1239,7 +1229,7 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
                         v_results_by_partition_10 = []
                         append_11 = v_results_by_partition_10.append
                         for _ in range(n2):
-                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S8.unpack_from(data, pos)
+                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S10.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 7
                             else:
@@ -1286,7 +1276,7 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
 def encode_add_partitions_to_txn_response_v5(m: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if m.results_by_topic_v3_and_below:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 5')
-    out += _S6.pack(m.throttle_time_ms, m.error_code)
+    out += _S8.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1324,7 +1314,7 @@ def encode_add_partitions_to_txn_response_v5(m: AddPartitionsToTxnResponse, out:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S9.pack(e_15.partition_index, e_15.partition_error_code)
+                out += _S11.pack(e_15.partition_index, e_15.partition_error_code)
             out.append(0)
         out.append(0)
     out.append(0)

@@ -10,16 +10,19 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>b')
+_S1 = Struct('>bh')
 _S2 = Struct('>h')
 _S3 = Struct('>?')
 _S4 = Struct('>bB')
 _S5 = Struct('>?B')
-_S6 = Struct('>?x')
-_S7 = Struct('>iB')
-_S8 = Struct('>hB')
-_S9 = Struct('>hBb')
-_S10 = Struct('>hx')
+_S6 = Struct('>b')
+_S7 = Struct('>?x')
+_S8 = Struct('>ii')
+_S9 = Struct('>hh')
+_S10 = Struct('>iB')
+_S11 = Struct('>hB')
+_S12 = Struct('>hBb')
+_S13 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -67,11 +70,9 @@ def decode_alter_configs_request_v0(data: bytes, pos: int) -> tuple[AlterConfigs
         v_resources_1 = []
         append_3 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_4, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_4, n1 = _S1.unpack_from(data, pos)
             v_resource_name_5: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 3
             if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -121,10 +122,9 @@ def encode_alter_configs_request_v0(m: AlterConfigsRequest, out: bytearray) -> N
     x_1 = m.resources
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
         x_5 = e_2.configs
         out += _S0.pack(len(x_5))
@@ -155,11 +155,9 @@ def decode_alter_configs_request_v1(data: bytes, pos: int) -> tuple[AlterConfigs
         v_resources_1 = []
         append_3 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_4, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_4, n1 = _S1.unpack_from(data, pos)
             v_resource_name_5: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 3
             if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -209,10 +207,9 @@ def encode_alter_configs_request_v1(m: AlterConfigsRequest, out: bytearray) -> N
     x_1 = m.resources
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
         x_5 = e_2.configs
         out += _S0.pack(len(x_5))
@@ -356,7 +353,7 @@ def encode_alter_configs_request_v2(m: AlterConfigsRequest, out: bytearray) -> N
             if u_6 < 128:
                 out += _S4.pack(e_3.resource_type, u_6)
             else:
-                out += _S1.pack(e_3.resource_type)
+                out += _S6.pack(e_3.resource_type)
                 write_uvarint(out, u_6)
             out += b_5
         x_7 = e_3.configs
@@ -387,15 +384,13 @@ def encode_alter_configs_request_v2(m: AlterConfigsRequest, out: bytearray) -> N
                 out += b_14
             out.append(0)
         out.append(0)
-    out += _S6.pack(m.validate_only)
+    out += _S7.pack(m.validate_only)
 
 
 def decode_alter_configs_response_v0(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -404,11 +399,9 @@ def decode_alter_configs_response_v0(data: bytes, pos: int) -> tuple[AlterConfig
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -416,11 +409,9 @@ def decode_alter_configs_response_v0(data: bytes, pos: int) -> tuple[AlterConfig
                 v_error_message_5 = ''
             else:
                 v_error_message_5 = None
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S1.unpack_from(data, pos)
             v_resource_name_7: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 3
             if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -437,27 +428,23 @@ def encode_alter_configs_response_v0(m: AlterConfigsResponse, out: bytearray) ->
     x_1 = m.responses
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S9.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S9.pack(e_2.error_code, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.resource_type)
         x_5 = e_2.resource_name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_type, len(b_6))
         out += b_6
 
 
 def decode_alter_configs_response_v1(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -466,11 +453,9 @@ def decode_alter_configs_response_v1(data: bytes, pos: int) -> tuple[AlterConfig
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -478,11 +463,9 @@ def decode_alter_configs_response_v1(data: bytes, pos: int) -> tuple[AlterConfig
                 v_error_message_5 = ''
             else:
                 v_error_message_5 = None
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S1.unpack_from(data, pos)
             v_resource_name_7: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 3
             if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -499,23 +482,21 @@ def encode_alter_configs_response_v1(m: AlterConfigsResponse, out: bytearray) ->
     x_1 = m.responses
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S9.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S9.pack(e_2.error_code, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.resource_type)
         x_5 = e_2.resource_name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_type, len(b_6))
         out += b_6
 
 
 def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S10.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
     if n0 < 128:
         pos += 5
@@ -531,7 +512,7 @@ def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfig
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S8.unpack_from(data, pos)
+            v_error_code_4, n1 = _S11.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -593,21 +574,21 @@ def encode_alter_configs_response_v2(m: AlterConfigsResponse, out: bytearray) ->
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.error_message == '':
-            out += _S9.pack(e_3.error_code, 1, e_3.resource_type)
+            out += _S12.pack(e_3.error_code, 1, e_3.resource_type)
         else:
             x_4 = e_3.error_message
             if x_4 is None:
-                out += _S10.pack(e_3.error_code)
+                out += _S13.pack(e_3.error_code)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
                 if u_6 < 128:
-                    out += _S8.pack(e_3.error_code, u_6)
+                    out += _S11.pack(e_3.error_code, u_6)
                 else:
                     out += _S2.pack(e_3.error_code)
                     write_uvarint(out, u_6)
                 out += b_5
-            out += _S1.pack(e_3.resource_type)
+            out += _S6.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1

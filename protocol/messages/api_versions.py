@@ -11,16 +11,17 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>iB')
 _S1 = Struct('>ix')
-_S2 = Struct('>h')
-_S3 = Struct('>i')
-_S4 = Struct('>hhh')
-_S5 = Struct('>hB')
-_S6 = Struct('>hhhB')
-_S7 = Struct('>hhB')
-_S8 = Struct('>q')
-_S9 = Struct('>?')
-_S10 = Struct('>hhhx')
-_S11 = Struct('>hhx')
+_S2 = Struct('>hi')
+_S3 = Struct('>hhh')
+_S4 = Struct('>h')
+_S5 = Struct('>i')
+_S6 = Struct('>hB')
+_S7 = Struct('>hhhB')
+_S8 = Struct('>hhB')
+_S9 = Struct('>q')
+_S10 = Struct('>?')
+_S11 = Struct('>hhhx')
+_S12 = Struct('>hhx')
 
 
 @dataclass(slots=True)
@@ -298,11 +299,9 @@ def encode_api_versions_request_v5(m: ApiVersionsRequest, out: bytearray) -> Non
 
 
 def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S2.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S2.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0, = _S3.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
     elif n0 > len(data) - pos:
@@ -311,26 +310,24 @@ def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S4.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S3.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, 0, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v0(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S3.pack(len(x_1))
+    out += _S5.pack(len(x_1))
     for e_2 in x_1:
-        out += _S4.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+        out += _S3.pack(e_2.api_key, e_2.min_version, e_2.max_version)
 
 
 def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S2.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S2.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0, = _S3.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
     elif n0 > len(data) - pos:
@@ -339,29 +336,27 @@ def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S4.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S3.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S5.unpack_from(data, pos)
     pos += 4
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v1(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S3.pack(len(x_1))
+    out += _S5.pack(len(x_1))
     for e_2 in x_1:
-        out += _S4.pack(e_2.api_key, e_2.min_version, e_2.max_version)
-    out += _S3.pack(m.throttle_time_ms)
+        out += _S3.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+    out += _S5.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S2.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S2.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0, = _S3.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
     elif n0 > len(data) - pos:
@@ -370,25 +365,25 @@ def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S4.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S3.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S5.unpack_from(data, pos)
     pos += 4
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v2(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S3.pack(len(x_1))
+    out += _S5.pack(len(x_1))
     for e_2 in x_1:
-        out += _S4.pack(e_2.api_key, e_2.min_version, e_2.max_version)
-    out += _S3.pack(m.throttle_time_ms)
+        out += _S3.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+    out += _S5.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, n0 = _S5.unpack_from(data, pos)
+    v_error_code_1, n0 = _S6.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
     if n0 < 128:
         pos += 3
@@ -404,7 +399,7 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S6.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S7.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 7
             else:
@@ -459,7 +454,7 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                             v_name_13 = ''
                         else:
                             raise DecodeError('non-nullable field Name is null')
-                        v_min_version_14, v_max_version_15, tag_count1 = _S7.unpack_from(data, pos)
+                        v_min_version_14, v_max_version_15, tag_count1 = _S8.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
                         else:
@@ -472,7 +467,7 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v_finalized_features_epoch_5, = _S8.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S9.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -503,7 +498,7 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                             v_name_17 = ''
                         else:
                             raise DecodeError('non-nullable field Name is null')
-                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S7.unpack_from(data, pos)
+                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S8.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
                         else:
@@ -516,14 +511,14 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v_zk_migration_ready_7, = _S9.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S10.unpack_from(data, pos)
                 pos += 1
             pos = end0
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -531,8 +526,8 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.api_key, e_3.min_version, e_3.max_version)
-    out += _S3.pack(m.throttle_time_ms)
+        out += _S11.pack(e_3.api_key, e_3.min_version, e_3.max_version)
+    out += _S5.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:
@@ -553,13 +548,13 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_9)
             tagbuf0 += b_8
-            tagbuf0 += _S11.pack(e_6.min_version, e_6.max_version)
+            tagbuf0 += _S12.pack(e_6.min_version, e_6.max_version)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features_epoch != -1:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        tagbuf0 += _S8.pack(m.finalized_features_epoch)
+        tagbuf0 += _S9.pack(m.finalized_features_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features != []:
@@ -580,19 +575,19 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_16)
             tagbuf0 += b_15
-            tagbuf0 += _S11.pack(e_13.max_version_level, e_13.min_version_level)
+            tagbuf0 += _S12.pack(e_13.max_version_level, e_13.min_version_level)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.zk_migration_ready != False:
         write_uvarint(out, 3)
         tagbuf0 = bytearray()
-        tagbuf0 += _S9.pack(m.zk_migration_ready)
+        tagbuf0 += _S10.pack(m.zk_migration_ready)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, n0 = _S5.unpack_from(data, pos)
+    v_error_code_1, n0 = _S6.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
     if n0 < 128:
         pos += 3
@@ -608,7 +603,7 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S6.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S7.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 7
             else:
@@ -663,7 +658,7 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                             v_name_13 = ''
                         else:
                             raise DecodeError('non-nullable field Name is null')
-                        v_min_version_14, v_max_version_15, tag_count1 = _S7.unpack_from(data, pos)
+                        v_min_version_14, v_max_version_15, tag_count1 = _S8.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
                         else:
@@ -676,7 +671,7 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v_finalized_features_epoch_5, = _S8.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S9.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -707,7 +702,7 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                             v_name_17 = ''
                         else:
                             raise DecodeError('non-nullable field Name is null')
-                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S7.unpack_from(data, pos)
+                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S8.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
                         else:
@@ -720,14 +715,14 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v_zk_migration_ready_7, = _S9.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S10.unpack_from(data, pos)
                 pos += 1
             pos = end0
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -735,8 +730,8 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.api_key, e_3.min_version, e_3.max_version)
-    out += _S3.pack(m.throttle_time_ms)
+        out += _S11.pack(e_3.api_key, e_3.min_version, e_3.max_version)
+    out += _S5.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:
@@ -757,13 +752,13 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_9)
             tagbuf0 += b_8
-            tagbuf0 += _S11.pack(e_6.min_version, e_6.max_version)
+            tagbuf0 += _S12.pack(e_6.min_version, e_6.max_version)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features_epoch != -1:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        tagbuf0 += _S8.pack(m.finalized_features_epoch)
+        tagbuf0 += _S9.pack(m.finalized_features_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features != []:
@@ -784,19 +779,19 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_16)
             tagbuf0 += b_15
-            tagbuf0 += _S11.pack(e_13.max_version_level, e_13.min_version_level)
+            tagbuf0 += _S12.pack(e_13.max_version_level, e_13.min_version_level)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.zk_migration_ready != False:
         write_uvarint(out, 3)
         tagbuf0 = bytearray()
-        tagbuf0 += _S9.pack(m.zk_migration_ready)
+        tagbuf0 += _S10.pack(m.zk_migration_ready)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, n0 = _S5.unpack_from(data, pos)
+    v_error_code_1, n0 = _S6.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
     if n0 < 128:
         pos += 3
@@ -812,7 +807,7 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S6.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S7.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 7
             else:
@@ -867,7 +862,7 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                             v_name_13 = ''
                         else:
                             raise DecodeError('non-nullable field Name is null')
-                        v_min_version_14, v_max_version_15, tag_count1 = _S7.unpack_from(data, pos)
+                        v_min_version_14, v_max_version_15, tag_count1 = _S8.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
                         else:
@@ -880,7 +875,7 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v_finalized_features_epoch_5, = _S8.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S9.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -911,7 +906,7 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                             v_name_17 = ''
                         else:
                             raise DecodeError('non-nullable field Name is null')
-                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S7.unpack_from(data, pos)
+                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S8.unpack_from(data, pos)
                         if tag_count1 == 0:
                             pos += 5
                         else:
@@ -924,14 +919,14 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v_zk_migration_ready_7, = _S9.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S10.unpack_from(data, pos)
                 pos += 1
             pos = end0
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -939,8 +934,8 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.api_key, e_3.min_version, e_3.max_version)
-    out += _S3.pack(m.throttle_time_ms)
+        out += _S11.pack(e_3.api_key, e_3.min_version, e_3.max_version)
+    out += _S5.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:
@@ -961,13 +956,13 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_9)
             tagbuf0 += b_8
-            tagbuf0 += _S11.pack(e_6.min_version, e_6.max_version)
+            tagbuf0 += _S12.pack(e_6.min_version, e_6.max_version)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features_epoch != -1:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        tagbuf0 += _S8.pack(m.finalized_features_epoch)
+        tagbuf0 += _S9.pack(m.finalized_features_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features != []:
@@ -988,12 +983,12 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_16)
             tagbuf0 += b_15
-            tagbuf0 += _S11.pack(e_13.max_version_level, e_13.min_version_level)
+            tagbuf0 += _S12.pack(e_13.max_version_level, e_13.min_version_level)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.zk_migration_ready != False:
         write_uvarint(out, 3)
         tagbuf0 = bytearray()
-        tagbuf0 += _S9.pack(m.zk_migration_ready)
+        tagbuf0 += _S10.pack(m.zk_migration_ready)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0

@@ -11,6 +11,7 @@ from protocol.primitives import DecodeError
 
 _S0 = Struct('>i')
 _S1 = Struct('>h')
+_S2 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -334,11 +335,9 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
                 v_partitions_10 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
             append_8(TopicPartition(v_topic_9, v_partitions_10))
-    v_generation_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_4, n0 = _S2.unpack_from(data, pos)
     v_rack_id_5: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -373,13 +372,12 @@ def encode_consumer_protocol_subscription_v3(m: ConsumerProtocolSubscription, ou
         x_10 = e_7.partitions
         out += _S0.pack(len(x_10))
         out += pack('>%di' % len(x_10), *x_10)
-    out += _S0.pack(m.generation_id)
     x_11 = m.rack_id
     if x_11 is None:
-        out += b'\xff\xff'
+        out += _S2.pack(m.generation_id, -1)
     else:
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S2.pack(m.generation_id, len(b_12))
         out += b_12
 
 

@@ -11,13 +11,15 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
 _S1 = Struct('>h')
-_S2 = Struct('>i?')
-_S3 = Struct('>iB')
-_S4 = Struct('>i?B')
-_S5 = Struct('>i?x')
-_S6 = Struct('>hB')
-_S7 = Struct('>hBx')
-_S8 = Struct('>hx')
+_S2 = Struct('>ii')
+_S3 = Struct('>i?')
+_S4 = Struct('>iB')
+_S5 = Struct('>i?B')
+_S6 = Struct('>i?x')
+_S7 = Struct('>hh')
+_S8 = Struct('>hB')
+_S9 = Struct('>hBx')
+_S10 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -74,11 +76,9 @@ def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePa
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_count_6, n1 = _S2.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 8
             if n1 < 0:
                 v_assignments_7 = None
             elif n1 > len(data) - pos:
@@ -99,7 +99,7 @@ def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePa
                         pos += n2 * 4
                     append_8(CreatePartitionsAssignment(v_broker_ids_9))
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
     return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -122,7 +122,7 @@ def encode_create_partitions_request_v0(m: CreatePartitionsRequest, out: bytearr
                 x_7 = e_6.broker_ids
                 out += _S0.pack(len(x_7))
                 out += pack('>%di' % len(x_7), *x_7)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
+    out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -147,11 +147,9 @@ def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePa
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_count_6, n1 = _S2.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 8
             if n1 < 0:
                 v_assignments_7 = None
             elif n1 > len(data) - pos:
@@ -172,7 +170,7 @@ def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePa
                         pos += n2 * 4
                     append_8(CreatePartitionsAssignment(v_broker_ids_9))
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
     return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -195,7 +193,7 @@ def encode_create_partitions_request_v1(m: CreatePartitionsRequest, out: bytearr
                 x_7 = e_6.broker_ids
                 out += _S0.pack(len(x_7))
                 out += pack('>%di' % len(x_7), *x_7)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
+    out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -228,7 +226,7 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_count_6, n1 = _S3.unpack_from(data, pos)
+            v_count_6, n1 = _S4.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
             if n1 < 128:
                 pos += 5
@@ -278,7 +276,7 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                     end1 = pos + size1
                     pos = end1
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S4.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S5.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 6
     else:
@@ -328,7 +326,7 @@ def encode_create_partitions_request_v2(m: CreatePartitionsRequest, out: bytearr
                 out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
-    out += _S5.pack(m.timeout_ms, m.validate_only)
+    out += _S6.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -361,7 +359,7 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_count_6, n1 = _S3.unpack_from(data, pos)
+            v_count_6, n1 = _S4.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
             if n1 < 128:
                 pos += 5
@@ -411,7 +409,7 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                     end1 = pos + size1
                     pos = end1
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S4.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S5.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 6
     else:
@@ -461,15 +459,13 @@ def encode_create_partitions_request_v3(m: CreatePartitionsRequest, out: bytearr
                 out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
-    out += _S5.pack(m.timeout_ms, m.validate_only)
+    out += _S6.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -488,11 +484,9 @@ def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreateP
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_5, n1 = _S7.unpack_from(data, pos)
             v_error_message_6: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -513,22 +507,19 @@ def encode_create_partitions_response_v0(m: CreatePartitionsResponse, out: bytea
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S7.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S7.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_partitions_response_v1(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -547,11 +538,9 @@ def decode_create_partitions_response_v1(data: bytes, pos: int) -> tuple[CreateP
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_5, n1 = _S7.unpack_from(data, pos)
             v_error_message_6: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -572,18 +561,17 @@ def encode_create_partitions_response_v1(m: CreatePartitionsResponse, out: bytea
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S7.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S7.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
     if n0 < 128:
         pos += 5
@@ -613,7 +601,7 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_5, n1 = _S6.unpack_from(data, pos)
+            v_error_code_5, n1 = _S8.unpack_from(data, pos)
             v_error_message_6: str | None
             if n1 < 128:
                 pos += 3
@@ -668,16 +656,16 @@ def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytea
             write_uvarint(out, u_6)
         out += b_5
         if e_3.error_message == '':
-            out += _S7.pack(e_3.error_code, 1)
+            out += _S9.pack(e_3.error_code, 1)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S8.pack(e_3.error_code)
+                out += _S10.pack(e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S6.pack(e_3.error_code, u_9)
+                    out += _S8.pack(e_3.error_code, u_9)
                 else:
                     out += _S1.pack(e_3.error_code)
                     write_uvarint(out, u_9)
@@ -687,7 +675,7 @@ def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytea
 
 
 def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
     if n0 < 128:
         pos += 5
@@ -717,7 +705,7 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_5, n1 = _S6.unpack_from(data, pos)
+            v_error_code_5, n1 = _S8.unpack_from(data, pos)
             v_error_message_6: str | None
             if n1 < 128:
                 pos += 3
@@ -772,16 +760,16 @@ def encode_create_partitions_response_v3(m: CreatePartitionsResponse, out: bytea
             write_uvarint(out, u_6)
         out += b_5
         if e_3.error_message == '':
-            out += _S7.pack(e_3.error_code, 1)
+            out += _S9.pack(e_3.error_code, 1)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S8.pack(e_3.error_code)
+                out += _S10.pack(e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S6.pack(e_3.error_code, u_9)
+                    out += _S8.pack(e_3.error_code, u_9)
                 else:
                     out += _S1.pack(e_3.error_code)
                     write_uvarint(out, u_9)

@@ -12,21 +12,24 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 ZERO_UUID = bytes(16)
 _S0 = Struct('>i')
 _S1 = Struct('>h')
-_S2 = Struct('>ih')
-_S3 = Struct('>i?')
-_S4 = Struct('>ihB')
-_S5 = Struct('>iB')
-_S6 = Struct('>i?B')
-_S7 = Struct('>i?x')
-_S8 = Struct('>hB')
-_S9 = Struct('>?b?B')
-_S10 = Struct('>hBih')
-_S11 = Struct('>hx')
-_S12 = Struct('>?b?x')
-_S13 = Struct('>16shB')
-_S14 = Struct('>16shBih')
-_S15 = Struct('>16shx')
-_S16 = Struct('>16sh')
+_S2 = Struct('>ihi')
+_S3 = Struct('>ii')
+_S4 = Struct('>ih')
+_S5 = Struct('>i?')
+_S6 = Struct('>ihB')
+_S7 = Struct('>iB')
+_S8 = Struct('>i?B')
+_S9 = Struct('>i?x')
+_S10 = Struct('>hh')
+_S11 = Struct('>hB')
+_S12 = Struct('>?b?B')
+_S13 = Struct('>hBih')
+_S14 = Struct('>hx')
+_S15 = Struct('>?b?x')
+_S16 = Struct('>16shB')
+_S17 = Struct('>16shBih')
+_S18 = Struct('>16shx')
+_S19 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -106,11 +109,9 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -119,11 +120,9 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -180,7 +179,7 @@ def encode_create_topics_request_v0(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -227,11 +226,9 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -240,11 +237,9 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -286,7 +281,7 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
                         v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -299,7 +294,7 @@ def encode_create_topics_request_v1(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -321,7 +316,7 @@ def encode_create_topics_request_v1(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -346,11 +341,9 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -359,11 +352,9 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -405,7 +396,7 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
                         v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -418,7 +409,7 @@ def encode_create_topics_request_v2(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -440,7 +431,7 @@ def encode_create_topics_request_v2(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -465,11 +456,9 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -478,11 +467,9 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -524,7 +511,7 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
                         v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -537,7 +524,7 @@ def encode_create_topics_request_v3(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -559,7 +546,7 @@ def encode_create_topics_request_v3(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -584,11 +571,9 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -597,11 +582,9 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -643,7 +626,7 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
                         v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -656,7 +639,7 @@ def encode_create_topics_request_v4(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -678,7 +661,7 @@ def encode_create_topics_request_v4(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -711,7 +694,7 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7, n1 = _S6.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
             if n1 < 128:
                 pos += 7
@@ -727,7 +710,7 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, n2 = _S5.unpack_from(data, pos)
+                    v_partition_index_11, n2 = _S7.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
                     if n2 < 128:
                         pos += 5
@@ -815,7 +798,7 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S6.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S8.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 6
     else:
@@ -845,7 +828,7 @@ def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_7 = e_3.assignments
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -890,7 +873,7 @@ def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S7.pack(m.timeout_ms, m.validate_only)
+    out += _S9.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -923,7 +906,7 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7, n1 = _S6.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
             if n1 < 128:
                 pos += 7
@@ -939,7 +922,7 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, n2 = _S5.unpack_from(data, pos)
+                    v_partition_index_11, n2 = _S7.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
                     if n2 < 128:
                         pos += 5
@@ -1027,7 +1010,7 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S6.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S8.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 6
     else:
@@ -1057,7 +1040,7 @@ def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_7 = e_3.assignments
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1102,7 +1085,7 @@ def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S7.pack(m.timeout_ms, m.validate_only)
+    out += _S9.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -1135,7 +1118,7 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                 v_name_5 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_num_partitions_6, v_replication_factor_7, n1 = _S4.unpack_from(data, pos)
+            v_num_partitions_6, v_replication_factor_7, n1 = _S6.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
             if n1 < 128:
                 pos += 7
@@ -1151,7 +1134,7 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, n2 = _S5.unpack_from(data, pos)
+                    v_partition_index_11, n2 = _S7.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
                     if n2 < 128:
                         pos += 5
@@ -1239,7 +1222,7 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S6.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S8.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 6
     else:
@@ -1269,7 +1252,7 @@ def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_7 = e_3.assignments
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1314,7 +1297,7 @@ def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S7.pack(m.timeout_ms, m.validate_only)
+    out += _S9.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_response_v0(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -1378,11 +1361,9 @@ def decode_create_topics_response_v1(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1402,22 +1383,19 @@ def encode_create_topics_response_v1(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v2(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1436,11 +1414,9 @@ def decode_create_topics_response_v2(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1461,22 +1437,19 @@ def encode_create_topics_response_v2(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v3(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1495,11 +1468,9 @@ def decode_create_topics_response_v3(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1520,22 +1491,19 @@ def encode_create_topics_response_v3(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v4(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1554,11 +1522,9 @@ def decode_create_topics_response_v4(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1579,18 +1545,17 @@ def encode_create_topics_response_v4(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
     if n0 < 128:
         pos += 5
@@ -1620,7 +1585,7 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, n1 = _S8.unpack_from(data, pos)
+            v_error_code_6, n1 = _S11.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 3
@@ -1635,7 +1600,7 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                 v_error_message_7 = ''
             else:
                 v_error_message_7 = None
-            v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
+            v_num_partitions_9, v_replication_factor_10, n1 = _S6.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
             if n1 < 128:
                 pos += 7
@@ -1679,7 +1644,7 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                         v_value_14 = ''
                     else:
                         v_value_14 = None
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S12.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 4
                     else:
@@ -1735,21 +1700,21 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
             write_uvarint(out, u_6)
         out += b_5
         if e_3.error_message == '':
-            out += _S10.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
+            out += _S13.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S11.pack(e_3.error_code)
+                out += _S14.pack(e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S8.pack(e_3.error_code, u_9)
+                    out += _S11.pack(e_3.error_code, u_9)
                 else:
                     out += _S1.pack(e_3.error_code)
                     write_uvarint(out, u_9)
                 out += b_8
-            out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+            out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -1779,7 +1744,7 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S12.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+                out += _S15.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -1792,7 +1757,7 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
 
 
 def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
     if n0 < 128:
         pos += 5
@@ -1822,7 +1787,7 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, n1 = _S8.unpack_from(data, pos)
+            v_error_code_6, n1 = _S11.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 3
@@ -1837,7 +1802,7 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                 v_error_message_7 = ''
             else:
                 v_error_message_7 = None
-            v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
+            v_num_partitions_9, v_replication_factor_10, n1 = _S6.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
             if n1 < 128:
                 pos += 7
@@ -1881,7 +1846,7 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                         v_value_14 = ''
                     else:
                         v_value_14 = None
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S12.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 4
                     else:
@@ -1937,21 +1902,21 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
             write_uvarint(out, u_6)
         out += b_5
         if e_3.error_message == '':
-            out += _S10.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
+            out += _S13.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S11.pack(e_3.error_code)
+                out += _S14.pack(e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S8.pack(e_3.error_code, u_9)
+                    out += _S11.pack(e_3.error_code, u_9)
                 else:
                     out += _S1.pack(e_3.error_code)
                     write_uvarint(out, u_9)
                 out += b_8
-            out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+            out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -1981,7 +1946,7 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S12.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+                out += _S15.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -1994,7 +1959,7 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
 
 
 def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
     if n0 < 128:
         pos += 5
@@ -2024,7 +1989,7 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_5, v_error_code_6, n1 = _S13.unpack_from(data, pos)
+            v_topic_id_5, v_error_code_6, n1 = _S16.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 19
@@ -2039,7 +2004,7 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                 v_error_message_7 = ''
             else:
                 v_error_message_7 = None
-            v_num_partitions_9, v_replication_factor_10, n1 = _S4.unpack_from(data, pos)
+            v_num_partitions_9, v_replication_factor_10, n1 = _S6.unpack_from(data, pos)
             v_configs_11: list[CreatableTopicConfigs] | None
             if n1 < 128:
                 pos += 7
@@ -2083,7 +2048,7 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                         v_value_14 = ''
                     else:
                         v_value_14 = None
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S9.unpack_from(data, pos)
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S12.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 4
                     else:
@@ -2139,21 +2104,21 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
             write_uvarint(out, u_6)
         out += b_5
         if e_3.error_message == '':
-            out += _S14.pack(e_3.topic_id, e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
+            out += _S17.pack(e_3.topic_id, e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S15.pack(e_3.topic_id, e_3.error_code)
+                out += _S18.pack(e_3.topic_id, e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S13.pack(e_3.topic_id, e_3.error_code, u_9)
+                    out += _S16.pack(e_3.topic_id, e_3.error_code, u_9)
                 else:
-                    out += _S16.pack(e_3.topic_id, e_3.error_code)
+                    out += _S19.pack(e_3.topic_id, e_3.error_code)
                     write_uvarint(out, u_9)
                 out += b_8
-            out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+            out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -2183,7 +2148,7 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S12.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+                out += _S15.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:

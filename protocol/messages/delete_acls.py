@@ -10,18 +10,21 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>b')
+_S1 = Struct('>bh')
 _S2 = Struct('>h')
 _S3 = Struct('>bb')
 _S4 = Struct('>bB')
 _S5 = Struct('>bbB')
 _S6 = Struct('>bBb')
 _S7 = Struct('>bx')
-_S8 = Struct('>bbx')
-_S9 = Struct('>iB')
-_S10 = Struct('>hB')
-_S11 = Struct('>hx')
-_S12 = Struct('>hBb')
+_S8 = Struct('>b')
+_S9 = Struct('>bbx')
+_S10 = Struct('>ii')
+_S11 = Struct('>hh')
+_S12 = Struct('>iB')
+_S13 = Struct('>hB')
+_S14 = Struct('>hx')
+_S15 = Struct('>hBb')
 
 
 @dataclass(slots=True)
@@ -78,11 +81,9 @@ def decode_delete_acls_request_v1(data: bytes, pos: int) -> tuple[DeleteAclsRequ
         v_filters_1 = []
         append_2 = v_filters_1.append
         for _ in range(n0):
-            v_resource_type_filter_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_filter_3, n1 = _S1.unpack_from(data, pos)
             v_resource_name_filter_4: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 3
             if n1 > 0:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -90,11 +91,9 @@ def decode_delete_acls_request_v1(data: bytes, pos: int) -> tuple[DeleteAclsRequ
                 v_resource_name_filter_4 = ''
             else:
                 v_resource_name_filter_4 = None
-            v_pattern_type_filter_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_pattern_type_filter_5, n1 = _S1.unpack_from(data, pos)
             v_principal_filter_6: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 3
             if n1 > 0:
                 v_principal_filter_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -122,21 +121,19 @@ def encode_delete_acls_request_v1(m: DeleteAclsRequest, out: bytearray) -> None:
     x_1 = m.filters
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type_filter)
         x_3 = e_2.resource_name_filter
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S1.pack(e_2.resource_type_filter, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S1.pack(e_2.resource_type_filter, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.pattern_type_filter)
         x_5 = e_2.principal_filter
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S1.pack(e_2.pattern_type_filter, -1)
         else:
             b_6 = x_5.encode()
-            out += _S2.pack(len(b_6))
+            out += _S1.pack(e_2.pattern_type_filter, len(b_6))
             out += b_6
         x_7 = e_2.host_filter
         if x_7 is None:
@@ -252,10 +249,10 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
                 if u_6 < 128:
                     out += _S4.pack(e_3.resource_type_filter, u_6)
                 else:
-                    out += _S1.pack(e_3.resource_type_filter)
+                    out += _S8.pack(e_3.resource_type_filter)
                     write_uvarint(out, u_6)
                 out += b_5
-            out += _S1.pack(e_3.pattern_type_filter)
+            out += _S8.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
             out.append(0)
@@ -278,7 +275,7 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S8.pack(e_3.operation, e_3.permission_type)
+        out += _S9.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -386,10 +383,10 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
                 if u_6 < 128:
                     out += _S4.pack(e_3.resource_type_filter, u_6)
                 else:
-                    out += _S1.pack(e_3.resource_type_filter)
+                    out += _S8.pack(e_3.resource_type_filter)
                     write_uvarint(out, u_6)
                 out += b_5
-            out += _S1.pack(e_3.pattern_type_filter)
+            out += _S8.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
             out.append(0)
@@ -412,16 +409,14 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S8.pack(e_3.operation, e_3.permission_type)
+        out += _S9.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
 def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S10.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field FilterResults is null')
     elif n0 > len(data) - pos:
@@ -430,11 +425,9 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S11.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -453,11 +446,9 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    v_error_code_8, n2 = _S11.unpack_from(data, pos)
                     v_error_message_9: str | None
-                    n2, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    pos += 4
                     if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -465,11 +456,9 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         v_error_message_9 = ''
                     else:
                         v_error_message_9 = None
-                    v_resource_type_10, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_resource_type_10, n2 = _S1.unpack_from(data, pos)
                     v_resource_name_11: str
-                    n2, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    pos += 3
                     if n2 > 0:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -477,11 +466,9 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
                         v_resource_name_11 = ''
                     else:
                         raise DecodeError('non-nullable field ResourceName is null')
-                    v_pattern_type_12, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_pattern_type_12, n2 = _S1.unpack_from(data, pos)
                     v_principal_13: str
-                    n2, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    pos += 3
                     if n2 > 0:
                         v_principal_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -511,34 +498,30 @@ def encode_delete_acls_response_v1(m: DeleteAclsResponse, out: bytearray) -> Non
     x_1 = m.filter_results
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S11.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S11.pack(e_2.error_code, len(b_4))
             out += b_4
         x_5 = e_2.matching_acls
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S2.pack(e_6.error_code)
             x_7 = e_6.error_message
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S11.pack(e_6.error_code, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S2.pack(len(b_8))
+                out += _S11.pack(e_6.error_code, len(b_8))
                 out += b_8
-            out += _S1.pack(e_6.resource_type)
             x_9 = e_6.resource_name
             b_10 = x_9.encode()
-            out += _S2.pack(len(b_10))
+            out += _S1.pack(e_6.resource_type, len(b_10))
             out += b_10
-            out += _S1.pack(e_6.pattern_type)
             x_11 = e_6.principal
             b_12 = x_11.encode()
-            out += _S2.pack(len(b_12))
+            out += _S1.pack(e_6.pattern_type, len(b_12))
             out += b_12
             x_13 = e_6.host
             b_14 = x_13.encode()
@@ -548,7 +531,7 @@ def encode_delete_acls_response_v1(m: DeleteAclsResponse, out: bytearray) -> Non
 
 
 def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
     if n0 < 128:
         pos += 5
@@ -564,7 +547,7 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S10.unpack_from(data, pos)
+            v_error_code_4, n1 = _S13.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -594,7 +577,7 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, n2 = _S10.unpack_from(data, pos)
+                    v_error_code_8, n2 = _S13.unpack_from(data, pos)
                     v_error_message_9: str | None
                     if n2 < 128:
                         pos += 3
@@ -697,16 +680,16 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.error_message == '':
-            out += _S10.pack(e_3.error_code, 1)
+            out += _S13.pack(e_3.error_code, 1)
         else:
             x_4 = e_3.error_message
             if x_4 is None:
-                out += _S11.pack(e_3.error_code)
+                out += _S14.pack(e_3.error_code)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
                 if u_6 < 128:
-                    out += _S10.pack(e_3.error_code, u_6)
+                    out += _S13.pack(e_3.error_code, u_6)
                 else:
                     out += _S2.pack(e_3.error_code)
                     write_uvarint(out, u_6)
@@ -719,21 +702,21 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.error_message == '':
-                out += _S12.pack(e_9.error_code, 1, e_9.resource_type)
+                out += _S15.pack(e_9.error_code, 1, e_9.resource_type)
             else:
                 x_10 = e_9.error_message
                 if x_10 is None:
-                    out += _S11.pack(e_9.error_code)
+                    out += _S14.pack(e_9.error_code)
                 else:
                     b_11 = x_10.encode()
                     u_12 = len(b_11) + 1
                     if u_12 < 128:
-                        out += _S10.pack(e_9.error_code, u_12)
+                        out += _S13.pack(e_9.error_code, u_12)
                     else:
                         out += _S2.pack(e_9.error_code)
                         write_uvarint(out, u_12)
                     out += b_11
-                out += _S1.pack(e_9.resource_type)
+                out += _S8.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
@@ -751,7 +734,7 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
                 if u_18 < 128:
                     out += _S4.pack(e_9.pattern_type, u_18)
                 else:
-                    out += _S1.pack(e_9.pattern_type)
+                    out += _S8.pack(e_9.pattern_type)
                     write_uvarint(out, u_18)
                 out += b_17
             x_19 = e_9.host
@@ -762,13 +745,13 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S8.pack(e_9.operation, e_9.permission_type)
+            out += _S9.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
     if n0 < 128:
         pos += 5
@@ -784,7 +767,7 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S10.unpack_from(data, pos)
+            v_error_code_4, n1 = _S13.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -814,7 +797,7 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, n2 = _S10.unpack_from(data, pos)
+                    v_error_code_8, n2 = _S13.unpack_from(data, pos)
                     v_error_message_9: str | None
                     if n2 < 128:
                         pos += 3
@@ -917,16 +900,16 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.error_message == '':
-            out += _S10.pack(e_3.error_code, 1)
+            out += _S13.pack(e_3.error_code, 1)
         else:
             x_4 = e_3.error_message
             if x_4 is None:
-                out += _S11.pack(e_3.error_code)
+                out += _S14.pack(e_3.error_code)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
                 if u_6 < 128:
-                    out += _S10.pack(e_3.error_code, u_6)
+                    out += _S13.pack(e_3.error_code, u_6)
                 else:
                     out += _S2.pack(e_3.error_code)
                     write_uvarint(out, u_6)
@@ -939,21 +922,21 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.error_message == '':
-                out += _S12.pack(e_9.error_code, 1, e_9.resource_type)
+                out += _S15.pack(e_9.error_code, 1, e_9.resource_type)
             else:
                 x_10 = e_9.error_message
                 if x_10 is None:
-                    out += _S11.pack(e_9.error_code)
+                    out += _S14.pack(e_9.error_code)
                 else:
                     b_11 = x_10.encode()
                     u_12 = len(b_11) + 1
                     if u_12 < 128:
-                        out += _S10.pack(e_9.error_code, u_12)
+                        out += _S13.pack(e_9.error_code, u_12)
                     else:
                         out += _S2.pack(e_9.error_code)
                         write_uvarint(out, u_12)
                     out += b_11
-                out += _S1.pack(e_9.resource_type)
+                out += _S8.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
@@ -971,7 +954,7 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
                 if u_18 < 128:
                     out += _S4.pack(e_9.pattern_type, u_18)
                 else:
-                    out += _S1.pack(e_9.pattern_type)
+                    out += _S8.pack(e_9.pattern_type)
                     write_uvarint(out, u_18)
                 out += b_17
             x_19 = e_9.host
@@ -982,6 +965,6 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S8.pack(e_9.operation, e_9.permission_type)
+            out += _S9.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)

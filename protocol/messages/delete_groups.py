@@ -11,10 +11,11 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
 _S1 = Struct('>h')
-_S2 = Struct('>iB')
-_S3 = Struct('>hB')
-_S4 = Struct('>hx')
-_S5 = Struct('>hBx')
+_S2 = Struct('>ii')
+_S3 = Struct('>iB')
+_S4 = Struct('>hB')
+_S5 = Struct('>hx')
+_S6 = Struct('>hBx')
 
 
 @dataclass(slots=True)
@@ -232,11 +233,9 @@ def encode_delete_groups_request_v3(m: DeleteGroupsRequest, out: bytearray) -> N
 
 
 def decode_delete_groups_response_v0(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -274,11 +273,9 @@ def encode_delete_groups_response_v0(m: DeleteGroupsResponse, out: bytearray) ->
 
 
 def decode_delete_groups_response_v1(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -316,7 +313,7 @@ def encode_delete_groups_response_v1(m: DeleteGroupsResponse, out: bytearray) ->
 
 
 def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
     if n0 < 128:
         pos += 5
@@ -346,7 +343,7 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
                 v_group_id_4 = ''
             else:
                 raise DecodeError('non-nullable field GroupId is null')
-            v_error_code_5, tag_count1 = _S3.unpack_from(data, pos)
+            v_error_code_5, tag_count1 = _S4.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
             else:
@@ -387,12 +384,12 @@ def encode_delete_groups_response_v2(m: DeleteGroupsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S4.pack(e_3.error_code)
+        out += _S5.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
     if n0 < 128:
         pos += 5
@@ -422,7 +419,7 @@ def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroup
                 v_group_id_4 = ''
             else:
                 raise DecodeError('non-nullable field GroupId is null')
-            v_error_code_5, n1 = _S3.unpack_from(data, pos)
+            v_error_code_5, n1 = _S4.unpack_from(data, pos)
             v_error_message_6: str | None
             if n1 < 128:
                 pos += 3
@@ -477,16 +474,16 @@ def encode_delete_groups_response_v3(m: DeleteGroupsResponse, out: bytearray) ->
             write_uvarint(out, u_6)
         out += b_5
         if e_3.error_message == '':
-            out += _S5.pack(e_3.error_code, 1)
+            out += _S6.pack(e_3.error_code, 1)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S4.pack(e_3.error_code)
+                out += _S5.pack(e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S3.pack(e_3.error_code, u_9)
+                    out += _S4.pack(e_3.error_code, u_9)
                 else:
                     out += _S1.pack(e_3.error_code)
                     write_uvarint(out, u_9)

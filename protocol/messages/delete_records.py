@@ -16,9 +16,10 @@ _S3 = Struct('>iqB')
 _S4 = Struct('>iB')
 _S5 = Struct('>iqx')
 _S6 = Struct('>ix')
-_S7 = Struct('>iqh')
-_S8 = Struct('>iqhB')
-_S9 = Struct('>iqhx')
+_S7 = Struct('>ii')
+_S8 = Struct('>iqh')
+_S9 = Struct('>iqhB')
+_S10 = Struct('>iqhx')
 
 
 @dataclass(slots=True)
@@ -282,11 +283,9 @@ def encode_delete_records_request_v2(m: DeleteRecordsRequest, out: bytearray) ->
 
 
 def decode_delete_records_response_v0(data: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[DeleteRecordsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -316,7 +315,7 @@ def decode_delete_records_response_v0(data: bytes, pos: int) -> tuple[DeleteReco
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S8.unpack_from(data, pos)
                     pos += 14
                     append_6(DeleteRecordsPartitionResult(v_partition_index_7, v_low_watermark_8, v_error_code_9))
             append_3(DeleteRecordsTopicResult(v_name_4, v_partitions_5))
@@ -335,15 +334,13 @@ def encode_delete_records_response_v0(m: DeleteRecordsResponse, out: bytearray) 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
+            out += _S8.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
 
 
 def decode_delete_records_response_v1(data: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[DeleteRecordsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -373,7 +370,7 @@ def decode_delete_records_response_v1(data: bytes, pos: int) -> tuple[DeleteReco
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S8.unpack_from(data, pos)
                     pos += 14
                     append_6(DeleteRecordsPartitionResult(v_partition_index_7, v_low_watermark_8, v_error_code_9))
             append_3(DeleteRecordsTopicResult(v_name_4, v_partitions_5))
@@ -392,7 +389,7 @@ def encode_delete_records_response_v1(m: DeleteRecordsResponse, out: bytearray) 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
+            out += _S8.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
 
 
 def decode_delete_records_response_v2(data: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
@@ -441,7 +438,7 @@ def decode_delete_records_response_v2(data: bytes, pos: int) -> tuple[DeleteReco
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_low_watermark_8, v_error_code_9, tag_count2 = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_low_watermark_8, v_error_code_9, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 15
                     else:
@@ -499,6 +496,6 @@ def encode_delete_records_response_v2(m: DeleteRecordsResponse, out: bytearray) 
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S9.pack(e_9.partition_index, e_9.low_watermark, e_9.error_code)
+            out += _S10.pack(e_9.partition_index, e_9.low_watermark, e_9.error_code)
         out.append(0)
     out.append(0)

@@ -16,13 +16,14 @@ _S2 = Struct('>iB')
 _S3 = Struct('>ix')
 _S4 = Struct('>16sB')
 _S5 = Struct('>16sx')
-_S6 = Struct('>hB')
-_S7 = Struct('>hx')
-_S8 = Struct('>hBx')
-_S9 = Struct('>16shB')
-_S10 = Struct('>16shBx')
-_S11 = Struct('>16shx')
-_S12 = Struct('>16sh')
+_S6 = Struct('>ii')
+_S7 = Struct('>hB')
+_S8 = Struct('>hx')
+_S9 = Struct('>hBx')
+_S10 = Struct('>16shB')
+_S11 = Struct('>16shBx')
+_S12 = Struct('>16shx')
+_S13 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -469,11 +470,9 @@ def encode_delete_topics_response_v0(m: DeleteTopicsResponse, out: bytearray) ->
 
 
 def decode_delete_topics_response_v1(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -513,11 +512,9 @@ def encode_delete_topics_response_v1(m: DeleteTopicsResponse, out: bytearray) ->
 
 
 def decode_delete_topics_response_v2(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -557,11 +554,9 @@ def encode_delete_topics_response_v2(m: DeleteTopicsResponse, out: bytearray) ->
 
 
 def decode_delete_topics_response_v3(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -631,7 +626,7 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, tag_count1 = _S6.unpack_from(data, pos)
+            v_error_code_6, tag_count1 = _S7.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
             else:
@@ -674,7 +669,7 @@ def encode_delete_topics_response_v4(m: DeleteTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S7.pack(e_3.error_code)
+        out += _S8.pack(e_3.error_code)
     out.append(0)
 
 
@@ -709,7 +704,7 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
                 v_name_4 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_error_code_6, n1 = _S6.unpack_from(data, pos)
+            v_error_code_6, n1 = _S7.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 3
@@ -766,16 +761,16 @@ def encode_delete_topics_response_v5(m: DeleteTopicsResponse, out: bytearray) ->
             write_uvarint(out, u_6)
         out += b_5
         if e_3.error_message == '':
-            out += _S8.pack(e_3.error_code, 1)
+            out += _S9.pack(e_3.error_code, 1)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S7.pack(e_3.error_code)
+                out += _S8.pack(e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S6.pack(e_3.error_code, u_9)
+                    out += _S7.pack(e_3.error_code, u_9)
                 else:
                     out += _S1.pack(e_3.error_code)
                     write_uvarint(out, u_9)
@@ -815,7 +810,7 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
                 v_name_4 = ''
             else:
                 v_name_4 = None
-            v_topic_id_5, v_error_code_6, n1 = _S9.unpack_from(data, pos)
+            v_topic_id_5, v_error_code_6, n1 = _S10.unpack_from(data, pos)
             v_error_message_7: str | None
             if n1 < 128:
                 pos += 19
@@ -873,18 +868,18 @@ def encode_delete_topics_response_v6(m: DeleteTopicsResponse, out: bytearray) ->
                 write_uvarint(out, u_6)
             out += b_5
         if e_3.error_message == '':
-            out += _S10.pack(e_3.topic_id, e_3.error_code, 1)
+            out += _S11.pack(e_3.topic_id, e_3.error_code, 1)
         else:
             x_7 = e_3.error_message
             if x_7 is None:
-                out += _S11.pack(e_3.topic_id, e_3.error_code)
+                out += _S12.pack(e_3.topic_id, e_3.error_code)
             else:
                 b_8 = x_7.encode()
                 u_9 = len(b_8) + 1
                 if u_9 < 128:
-                    out += _S9.pack(e_3.topic_id, e_3.error_code, u_9)
+                    out += _S10.pack(e_3.topic_id, e_3.error_code, u_9)
                 else:
-                    out += _S12.pack(e_3.topic_id, e_3.error_code)
+                    out += _S13.pack(e_3.topic_id, e_3.error_code)
                     write_uvarint(out, u_9)
                 out += b_8
             out.append(0)

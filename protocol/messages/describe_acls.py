@@ -9,18 +9,21 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>b')
+_S0 = Struct('>bh')
 _S1 = Struct('>h')
 _S2 = Struct('>bb')
 _S3 = Struct('>bB')
 _S4 = Struct('>bbB')
 _S5 = Struct('>bBb')
 _S6 = Struct('>bx')
-_S7 = Struct('>bbx')
-_S8 = Struct('>ih')
-_S9 = Struct('>i')
-_S10 = Struct('>ihB')
-_S11 = Struct('>ihx')
+_S7 = Struct('>b')
+_S8 = Struct('>bbx')
+_S9 = Struct('>ihh')
+_S10 = Struct('>i')
+_S11 = Struct('>bi')
+_S12 = Struct('>ihB')
+_S13 = Struct('>ihx')
+_S14 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -59,11 +62,9 @@ class DescribeAclsResponse:
 
 
 def decode_describe_acls_request_v1(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    v_resource_type_filter_1, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_resource_type_filter_1, n0 = _S0.unpack_from(data, pos)
     v_resource_name_filter_2: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 3
     if n0 > 0:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -71,11 +72,9 @@ def decode_describe_acls_request_v1(data: bytes, pos: int) -> tuple[DescribeAcls
         v_resource_name_filter_2 = ''
     else:
         v_resource_name_filter_2 = None
-    v_pattern_type_filter_3, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_pattern_type_filter_3, n0 = _S0.unpack_from(data, pos)
     v_principal_filter_4: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 3
     if n0 > 0:
         v_principal_filter_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -99,21 +98,19 @@ def decode_describe_acls_request_v1(data: bytes, pos: int) -> tuple[DescribeAcls
 
 
 def encode_describe_acls_request_v1(m: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S0.pack(m.resource_type_filter)
     x_1 = m.resource_name_filter
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.resource_type_filter, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S0.pack(m.resource_type_filter, len(b_2))
         out += b_2
-    out += _S0.pack(m.pattern_type_filter)
     x_3 = m.principal_filter
     if x_3 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.pattern_type_filter, -1)
     else:
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S0.pack(m.pattern_type_filter, len(b_4))
         out += b_4
     x_5 = m.host_filter
     if x_5 is None:
@@ -197,10 +194,10 @@ def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> N
             if u_3 < 128:
                 out += _S3.pack(m.resource_type_filter, u_3)
             else:
-                out += _S0.pack(m.resource_type_filter)
+                out += _S7.pack(m.resource_type_filter)
                 write_uvarint(out, u_3)
             out += b_2
-        out += _S0.pack(m.pattern_type_filter)
+        out += _S7.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
         out.append(0)
@@ -223,7 +220,7 @@ def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S7.pack(m.operation, m.permission_type)
+    out += _S8.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
@@ -298,10 +295,10 @@ def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> N
             if u_3 < 128:
                 out += _S3.pack(m.resource_type_filter, u_3)
             else:
-                out += _S0.pack(m.resource_type_filter)
+                out += _S7.pack(m.resource_type_filter)
                 write_uvarint(out, u_3)
             out += b_2
-        out += _S0.pack(m.pattern_type_filter)
+        out += _S7.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
         out.append(0)
@@ -324,15 +321,13 @@ def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S7.pack(m.operation, m.permission_type)
+    out += _S8.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S8.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S9.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 8
     if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -341,7 +336,7 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
     else:
         v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
-    n0, = _S9.unpack_from(data, pos)
+    n0, = _S10.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Resources is null')
@@ -351,11 +346,9 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
         v_resources_4 = []
         append_5 = v_resources_4.append
         for _ in range(n0):
-            v_resource_type_6, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S0.unpack_from(data, pos)
             v_resource_name_7: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 3
             if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -363,11 +356,9 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
                 v_resource_name_7 = ''
             else:
                 raise DecodeError('non-nullable field ResourceName is null')
-            v_pattern_type_8, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_pattern_type_8, n1 = _S11.unpack_from(data, pos)
             v_acls_9: list[AclDescription]
-            n1, = _S9.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Acls is null')
             elif n1 > len(data) - pos:
@@ -404,25 +395,23 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S8.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S9.pack(m.throttle_time_ms, m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S9.pack(m.throttle_time_ms, m.error_code, len(b_2))
         out += b_2
     x_3 = m.resources
-    out += _S9.pack(len(x_3))
+    out += _S10.pack(len(x_3))
     for e_4 in x_3:
-        out += _S0.pack(e_4.resource_type)
         x_5 = e_4.resource_name
         b_6 = x_5.encode()
-        out += _S1.pack(len(b_6))
+        out += _S0.pack(e_4.resource_type, len(b_6))
         out += b_6
-        out += _S0.pack(e_4.pattern_type)
+        out += _S7.pack(e_4.pattern_type)
         x_7 = e_4.acls
-        out += _S9.pack(len(x_7))
+        out += _S10.pack(len(x_7))
         for e_8 in x_7:
             x_9 = e_8.principal
             b_10 = x_9.encode()
@@ -436,7 +425,7 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
 
 
 def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S12.unpack_from(data, pos)
     v_error_message_3: str | None
     if n0 < 128:
         pos += 7
@@ -561,18 +550,18 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
 
 def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) -> None:
     if m.error_message == '':
-        out += _S10.pack(m.throttle_time_ms, m.error_code, 1)
+        out += _S12.pack(m.throttle_time_ms, m.error_code, 1)
     else:
         x_1 = m.error_message
         if x_1 is None:
-            out += _S11.pack(m.throttle_time_ms, m.error_code)
+            out += _S13.pack(m.throttle_time_ms, m.error_code)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
             if u_3 < 128:
-                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+                out += _S12.pack(m.throttle_time_ms, m.error_code, u_3)
             else:
-                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                out += _S14.pack(m.throttle_time_ms, m.error_code)
                 write_uvarint(out, u_3)
             out += b_2
     x_4 = m.resources
@@ -591,10 +580,10 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
             if u_9 < 128:
                 out += _S3.pack(e_6.resource_type, u_9)
             else:
-                out += _S0.pack(e_6.resource_type)
+                out += _S7.pack(e_6.resource_type)
                 write_uvarint(out, u_9)
             out += b_8
-            out += _S0.pack(e_6.pattern_type)
+            out += _S7.pack(e_6.pattern_type)
         x_10 = e_6.acls
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -618,13 +607,13 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S7.pack(e_12.operation, e_12.permission_type)
+            out += _S8.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S12.unpack_from(data, pos)
     v_error_message_3: str | None
     if n0 < 128:
         pos += 7
@@ -749,18 +738,18 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
 
 def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) -> None:
     if m.error_message == '':
-        out += _S10.pack(m.throttle_time_ms, m.error_code, 1)
+        out += _S12.pack(m.throttle_time_ms, m.error_code, 1)
     else:
         x_1 = m.error_message
         if x_1 is None:
-            out += _S11.pack(m.throttle_time_ms, m.error_code)
+            out += _S13.pack(m.throttle_time_ms, m.error_code)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
             if u_3 < 128:
-                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+                out += _S12.pack(m.throttle_time_ms, m.error_code, u_3)
             else:
-                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                out += _S14.pack(m.throttle_time_ms, m.error_code)
                 write_uvarint(out, u_3)
             out += b_2
     x_4 = m.resources
@@ -779,10 +768,10 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
             if u_9 < 128:
                 out += _S3.pack(e_6.resource_type, u_9)
             else:
-                out += _S0.pack(e_6.resource_type)
+                out += _S7.pack(e_6.resource_type)
                 write_uvarint(out, u_9)
             out += b_8
-            out += _S0.pack(e_6.pattern_type)
+            out += _S7.pack(e_6.pattern_type)
         x_10 = e_6.acls
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -806,6 +795,6 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S7.pack(e_12.operation, e_12.permission_type)
+            out += _S8.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)

@@ -14,10 +14,12 @@ _S1 = Struct('>h')
 _S2 = Struct('>?')
 _S3 = Struct('>?B')
 _S4 = Struct('>?x')
-_S5 = Struct('>iB')
-_S6 = Struct('>hB')
-_S7 = Struct('>ix')
-_S8 = Struct('>hx')
+_S5 = Struct('>hh')
+_S6 = Struct('>ii')
+_S7 = Struct('>iB')
+_S8 = Struct('>hB')
+_S9 = Struct('>ix')
+_S10 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -386,11 +388,9 @@ def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -498,10 +498,9 @@ def encode_describe_groups_response_v0(m: DescribeGroupsResponse, out: bytearray
             raise ValueError('attempted to write a non-default ErrorMessage at version 0')
         if e_2.authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default AuthorizedOperations at version 0')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -539,11 +538,9 @@ def encode_describe_groups_response_v0(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -552,11 +549,9 @@ def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -665,10 +660,9 @@ def encode_describe_groups_response_v1(m: DescribeGroupsResponse, out: bytearray
             raise ValueError('attempted to write a non-default ErrorMessage at version 1')
         if e_2.authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default AuthorizedOperations at version 1')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -706,11 +700,9 @@ def encode_describe_groups_response_v1(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -719,11 +711,9 @@ def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -832,10 +822,9 @@ def encode_describe_groups_response_v2(m: DescribeGroupsResponse, out: bytearray
             raise ValueError('attempted to write a non-default ErrorMessage at version 2')
         if e_2.authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default AuthorizedOperations at version 2')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -873,11 +862,9 @@ def encode_describe_groups_response_v2(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -886,11 +873,9 @@ def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -999,10 +984,9 @@ def encode_describe_groups_response_v3(m: DescribeGroupsResponse, out: bytearray
     for e_2 in x_1:
         if e_2.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 3')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -1041,11 +1025,9 @@ def encode_describe_groups_response_v3(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -1054,11 +1036,9 @@ def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1177,10 +1157,9 @@ def encode_describe_groups_response_v4(m: DescribeGroupsResponse, out: bytearray
     for e_2 in x_1:
         if e_2.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 4')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -1226,7 +1205,7 @@ def encode_describe_groups_response_v4(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
     if n0 < 128:
         pos += 5
@@ -1242,7 +1221,7 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S6.unpack_from(data, pos)
+            v_error_code_4, n1 = _S8.unpack_from(data, pos)
             v_group_id_6: str
             if n1 < 128:
                 pos += 3
@@ -1404,7 +1383,7 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                             end2 = pos + size2
                             pos = end2
                     append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
-            v_authorized_operations_11, tag_count1 = _S5.unpack_from(data, pos)
+            v_authorized_operations_11, tag_count1 = _S7.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -1440,13 +1419,13 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
         if e_3.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 5')
         if e_3.group_id == '':
-            out += _S6.pack(e_3.error_code, 1)
+            out += _S8.pack(e_3.error_code, 1)
         else:
             x_4 = e_3.group_id
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S6.pack(e_3.error_code, u_6)
+                out += _S8.pack(e_3.error_code, u_6)
             else:
                 out += _S1.pack(e_3.error_code)
                 write_uvarint(out, u_6)
@@ -1532,12 +1511,12 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
                 write_uvarint(out, u_34)
             out += x_33
             out.append(0)
-        out += _S7.pack(e_3.authorized_operations)
+        out += _S9.pack(e_3.authorized_operations)
     out.append(0)
 
 
 def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S5.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
     if n0 < 128:
         pos += 5
@@ -1553,7 +1532,7 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, n1 = _S6.unpack_from(data, pos)
+            v_error_code_4, n1 = _S8.unpack_from(data, pos)
             v_error_message_5: str | None
             if n1 < 128:
                 pos += 3
@@ -1729,7 +1708,7 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                             end2 = pos + size2
                             pos = end2
                     append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
-            v_authorized_operations_11, tag_count1 = _S5.unpack_from(data, pos)
+            v_authorized_operations_11, tag_count1 = _S7.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -1763,16 +1742,16 @@ def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.error_message == '':
-            out += _S6.pack(e_3.error_code, 1)
+            out += _S8.pack(e_3.error_code, 1)
         else:
             x_4 = e_3.error_message
             if x_4 is None:
-                out += _S8.pack(e_3.error_code)
+                out += _S10.pack(e_3.error_code)
             else:
                 b_5 = x_4.encode()
                 u_6 = len(b_5) + 1
                 if u_6 < 128:
-                    out += _S6.pack(e_3.error_code, u_6)
+                    out += _S8.pack(e_3.error_code, u_6)
                 else:
                     out += _S1.pack(e_3.error_code)
                     write_uvarint(out, u_6)
@@ -1866,5 +1845,5 @@ def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray
                 write_uvarint(out, u_37)
             out += x_36
             out.append(0)
-        out += _S7.pack(e_3.authorized_operations)
+        out += _S9.pack(e_3.authorized_operations)
     out.append(0)

@@ -10,42 +10,49 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>iii')
-_S1 = Struct('>i')
-_S2 = Struct('>h')
+_S0 = Struct('>iiii')
+_S1 = Struct('>h')
+_S2 = Struct('>i')
 _S3 = Struct('>iqi')
-_S4 = Struct('>iiii')
-_S5 = Struct('>iiiib')
-_S6 = Struct('>iqqi')
-_S7 = Struct('>iiiibii')
-_S8 = Struct('>iiqqi')
-_S9 = Struct('>iiiibiiB')
-_S10 = Struct('>iiqiqiB')
-_S11 = Struct('>iiqiqix')
-_S12 = Struct('>16sB')
-_S13 = Struct('>16s')
-_S14 = Struct('>iiibiiB')
-_S15 = Struct('>iqB')
-_S16 = Struct('>iiibii')
-_S17 = Struct('>iqx')
-_S18 = Struct('>iiqiqi')
-_S19 = Struct('>q')
-_S20 = Struct('>ihq')
-_S21 = Struct('>ihqq')
-_S22 = Struct('>qq')
-_S23 = Struct('>ihqqq')
-_S24 = Struct('>ihi')
-_S25 = Struct('>ihiB')
-_S26 = Struct('>ihqqqB')
-_S27 = Struct('>qqB')
-_S28 = Struct('>iB')
-_S29 = Struct('>iiB')
-_S30 = Struct('>qiB')
-_S31 = Struct('>qqx')
-_S32 = Struct('>ix')
-_S33 = Struct('>iix')
-_S34 = Struct('>qix')
-_S35 = Struct('>iBi')
+_S4 = Struct('>iii')
+_S5 = Struct('>iiiii')
+_S6 = Struct('>iiiibi')
+_S7 = Struct('>iiiib')
+_S8 = Struct('>iqqi')
+_S9 = Struct('>iiiibiii')
+_S10 = Struct('>iiiibii')
+_S11 = Struct('>iiqqi')
+_S12 = Struct('>iiiibiiB')
+_S13 = Struct('>iiqiqiB')
+_S14 = Struct('>iiqiqix')
+_S15 = Struct('>16sB')
+_S16 = Struct('>16s')
+_S17 = Struct('>iiibiiB')
+_S18 = Struct('>iqB')
+_S19 = Struct('>iiibii')
+_S20 = Struct('>iqx')
+_S21 = Struct('>iiqiqi')
+_S22 = Struct('>q')
+_S23 = Struct('>ihqi')
+_S24 = Struct('>ii')
+_S25 = Struct('>ihqqi')
+_S26 = Struct('>qq')
+_S27 = Struct('>ihqq')
+_S28 = Struct('>ihqqqi')
+_S29 = Struct('>ihqqq')
+_S30 = Struct('>ihii')
+_S31 = Struct('>ihi')
+_S32 = Struct('>ihiB')
+_S33 = Struct('>ihqqqB')
+_S34 = Struct('>qqB')
+_S35 = Struct('>iB')
+_S36 = Struct('>iiB')
+_S37 = Struct('>qiB')
+_S38 = Struct('>qqx')
+_S39 = Struct('>ix')
+_S40 = Struct('>iix')
+_S41 = Struct('>qix')
+_S42 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -160,11 +167,9 @@ class FetchResponse:
 
 
 def decode_fetch_request_v0(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
-    pos += 12
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, n0 = _S0.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 16
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -174,7 +179,7 @@ def decode_fetch_request_v0(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -184,7 +189,7 @@ def decode_fetch_request_v0(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -206,16 +211,16 @@ def encode_fetch_request_v0(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 0')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 0')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 0')
@@ -223,11 +228,9 @@ def encode_fetch_request_v0(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v1(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
-    pos += 12
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, n0 = _S0.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 16
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -237,7 +240,7 @@ def decode_fetch_request_v1(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -247,7 +250,7 @@ def decode_fetch_request_v1(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -269,16 +272,16 @@ def encode_fetch_request_v1(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 1')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 1')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 1')
@@ -286,11 +289,9 @@ def encode_fetch_request_v1(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v2(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
-    pos += 12
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, n0 = _S0.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 16
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -300,7 +301,7 @@ def decode_fetch_request_v2(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -310,7 +311,7 @@ def decode_fetch_request_v2(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -332,16 +333,16 @@ def encode_fetch_request_v2(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 2')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 2')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 2')
@@ -349,11 +350,9 @@ def encode_fetch_request_v2(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v3(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6 = _S4.unpack_from(data, pos)
-    pos += 16
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, n0 = _S5.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 20
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -363,7 +362,7 @@ def decode_fetch_request_v3(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -373,7 +372,7 @@ def decode_fetch_request_v3(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -395,16 +394,16 @@ def encode_fetch_request_v3(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 3')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 3')
-    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes)
+    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 3')
@@ -412,11 +411,9 @@ def encode_fetch_request_v3(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
-    pos += 17
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, n0 = _S6.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 21
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -426,7 +423,7 @@ def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -436,7 +433,7 @@ def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -458,16 +455,16 @@ def encode_fetch_request_v4(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 4')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 4')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 4')
@@ -475,11 +472,9 @@ def encode_fetch_request_v4(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
-    pos += 17
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, n0 = _S6.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 21
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -489,7 +484,7 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -499,7 +494,7 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -509,7 +504,7 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -521,28 +516,26 @@ def encode_fetch_request_v5(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 5')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 5')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 5')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
-    pos += 17
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, n0 = _S6.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 21
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -552,7 +545,7 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -562,7 +555,7 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -572,7 +565,7 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -584,28 +577,26 @@ def encode_fetch_request_v6(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 6')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 6')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 6')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -615,7 +606,7 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -625,7 +616,7 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -635,12 +626,12 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -651,7 +642,7 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
@@ -661,7 +652,7 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -677,38 +668,36 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v7(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 7')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 7')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -718,7 +707,7 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -728,7 +717,7 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -738,12 +727,12 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -754,7 +743,7 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
@@ -764,7 +753,7 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -780,38 +769,36 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v8(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 8')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 8')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -821,7 +808,7 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -831,7 +818,7 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -841,12 +828,12 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S11.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -857,7 +844,7 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
@@ -867,7 +854,7 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -883,38 +870,36 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v9(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 9')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 9')
-            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -924,7 +909,7 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -934,7 +919,7 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -944,12 +929,12 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S11.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -960,7 +945,7 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
@@ -970,7 +955,7 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -986,38 +971,36 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v10(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 10')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 10')
-            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1027,7 +1010,7 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
@@ -1037,7 +1020,7 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1047,12 +1030,12 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S11.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -1063,7 +1046,7 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
@@ -1073,7 +1056,7 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1084,7 +1067,7 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 pos += n1 * 4
             append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
     v_rack_id_12: str
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
@@ -1099,38 +1082,38 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v11(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 11')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 11')
-            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
     x_12 = m.rack_id
     b_13 = x_12.encode()
-    out += _S2.pack(len(b_13))
+    out += _S1.pack(len(b_13))
     out += b_13
 
 
 def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S12.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
     if n0 < 128:
         pos += 26
@@ -1175,7 +1158,7 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 33
                     else:
@@ -1294,7 +1277,7 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 12')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1317,7 +1300,7 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S11.pack(e_9.partition, e_9.current_leader_epoch, e_9.fetch_offset, e_9.last_fetched_epoch, e_9.log_start_offset, e_9.partition_max_bytes)
+            out += _S14.pack(e_9.partition, e_9.current_leader_epoch, e_9.fetch_offset, e_9.last_fetched_epoch, e_9.log_start_offset, e_9.partition_max_bytes)
         out.append(0)
     x_10 = m.forgotten_topics_data
     u_11 = len(x_10) + 1
@@ -1371,7 +1354,7 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S12.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
     if n0 < 128:
         pos += 26
@@ -1387,7 +1370,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
             if n1 < 128:
                 pos += 17
@@ -1403,7 +1386,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 33
                     else:
@@ -1440,7 +1423,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
             if n1 < 128:
                 pos += 17
@@ -1509,7 +1492,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 13')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1517,7 +1500,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1525,7 +1508,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1534,7 +1517,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S13.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1572,7 +1555,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S12.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
     if n0 < 128:
         pos += 26
@@ -1588,7 +1571,7 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
             if n1 < 128:
                 pos += 17
@@ -1604,7 +1587,7 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 33
                     else:
@@ -1641,7 +1624,7 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
             if n1 < 128:
                 pos += 17
@@ -1710,7 +1693,7 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 14')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1718,7 +1701,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1726,7 +1709,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1735,7 +1718,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S13.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1773,7 +1756,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
     if n0 < 128:
         pos += 22
@@ -1789,7 +1772,7 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
             if n1 < 128:
                 pos += 17
@@ -1805,7 +1788,7 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 33
                     else:
@@ -1842,7 +1825,7 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
             if n1 < 128:
                 pos += 17
@@ -1906,7 +1889,7 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     v_cluster_id_1 = None
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
                 if tag_count1 == 0:
                     pos += 13
                 else:
@@ -1925,7 +1908,7 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 15')
-    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1933,7 +1916,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1941,7 +1924,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1950,7 +1933,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S13.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1989,13 +1972,13 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_19 = m.replica_state
-        tagbuf0 += _S17.pack(s_19.replica_id, s_19.replica_epoch)
+        tagbuf0 += _S20.pack(s_19.replica_id, s_19.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
     if n0 < 128:
         pos += 22
@@ -2011,7 +1994,7 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
             if n1 < 128:
                 pos += 17
@@ -2027,7 +2010,7 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 33
                     else:
@@ -2064,7 +2047,7 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
             if n1 < 128:
                 pos += 17
@@ -2128,7 +2111,7 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     v_cluster_id_1 = None
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
                 if tag_count1 == 0:
                     pos += 13
                 else:
@@ -2147,7 +2130,7 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 16')
-    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2155,7 +2138,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2163,7 +2146,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -2172,7 +2155,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S13.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -2211,13 +2194,13 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_19 = m.replica_state
-        tagbuf0 += _S17.pack(s_19.replica_id, s_19.replica_epoch)
+        tagbuf0 += _S20.pack(s_19.replica_id, s_19.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
     if n0 < 128:
         pos += 22
@@ -2233,7 +2216,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
             if n1 < 128:
                 pos += 17
@@ -2250,7 +2233,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
                     v_replica_directory_id_24: bytes = ZERO_UUID
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 33
                     else:
@@ -2261,7 +2244,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_replica_directory_id_24, = _S13.unpack_from(data, pos)
+                                v_replica_directory_id_24, = _S16.unpack_from(data, pos)
                                 pos += 16
                             pos = end2
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, 9223372036854775807))
@@ -2290,7 +2273,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
             if n1 < 128:
                 pos += 17
@@ -2354,7 +2337,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     v_cluster_id_1 = None
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
                 if tag_count1 == 0:
                     pos += 13
                 else:
@@ -2373,7 +2356,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 17')
-    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2381,7 +2364,7 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2389,13 +2372,13 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S18.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S21.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             tags2 = (e_6.replica_directory_id != ZERO_UUID)
             write_uvarint(out, tags2)
             if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S13.pack(e_6.replica_directory_id)
+                tagbuf2 += _S16.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2406,7 +2389,7 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_9)
     for e_10 in x_8:
-        out += _S13.pack(e_10.topic_id)
+        out += _S16.pack(e_10.topic_id)
         x_11 = e_10.partitions
         u_12 = len(x_11) + 1
         if u_12 < 128:
@@ -2445,13 +2428,13 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_20 = m.replica_state
-        tagbuf0 += _S17.pack(s_20.replica_id, s_20.replica_epoch)
+        tagbuf0 += _S20.pack(s_20.replica_id, s_20.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S14.unpack_from(data, pos)
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
     if n0 < 128:
         pos += 22
@@ -2467,7 +2450,7 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
             if n1 < 128:
                 pos += 17
@@ -2485,7 +2468,7 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 for _ in range(n1):
                     v_replica_directory_id_24: bytes = ZERO_UUID
                     v_high_watermark_25: int = 9223372036854775807
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S10.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 33
                     else:
@@ -2496,10 +2479,10 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_replica_directory_id_24, = _S13.unpack_from(data, pos)
+                                v_replica_directory_id_24, = _S16.unpack_from(data, pos)
                                 pos += 16
                             elif tag2 == 1:
-                                v_high_watermark_25, = _S19.unpack_from(data, pos)
+                                v_high_watermark_25, = _S22.unpack_from(data, pos)
                                 pos += 8
                             pos = end2
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, v_high_watermark_25))
@@ -2528,7 +2511,7 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
             if n1 < 128:
                 pos += 17
@@ -2592,7 +2575,7 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     v_cluster_id_1 = None
             elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S15.unpack_from(data, pos)
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
                 if tag_count1 == 0:
                     pos += 13
                 else:
@@ -2611,7 +2594,7 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 18')
-    out += _S16.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2619,7 +2602,7 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2627,19 +2610,19 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S18.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S21.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             tags2 = (e_6.replica_directory_id != ZERO_UUID) + (e_6.high_watermark != 9223372036854775807)
             write_uvarint(out, tags2)
             if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S13.pack(e_6.replica_directory_id)
+                tagbuf2 += _S16.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.high_watermark != 9223372036854775807:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S19.pack(e_6.high_watermark)
+                tagbuf2 += _S22.pack(e_6.high_watermark)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2650,7 +2633,7 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_10)
     for e_11 in x_9:
-        out += _S13.pack(e_11.topic_id)
+        out += _S16.pack(e_11.topic_id)
         x_12 = e_11.partitions
         u_13 = len(x_12) + 1
         if u_13 < 128:
@@ -2689,14 +2672,14 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_21 = m.replica_state
-        tagbuf0 += _S17.pack(s_21.replica_id, s_21.replica_epoch)
+        tagbuf0 += _S20.pack(s_21.replica_id, s_21.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]:
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -2707,7 +2690,7 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -2717,7 +2700,7 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2727,11 +2710,9 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2748,14 +2729,14 @@ def encode_fetch_response_v0(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 0')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 0')
@@ -2765,21 +2746,18 @@ def encode_fetch_response_v0(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 0')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 0')
-            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -2789,7 +2767,7 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -2799,7 +2777,7 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2809,11 +2787,9 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2829,16 +2805,16 @@ def encode_fetch_response_v1(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 1')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 1')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 1')
@@ -2848,21 +2824,18 @@ def encode_fetch_response_v1(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 1')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 1')
-            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -2872,7 +2845,7 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -2882,7 +2855,7 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2892,11 +2865,9 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2912,16 +2883,16 @@ def encode_fetch_response_v2(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 2')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 2')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 2')
@@ -2931,21 +2902,18 @@ def encode_fetch_response_v2(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 2')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 2')
-            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -2955,7 +2923,7 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -2965,7 +2933,7 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2975,11 +2943,9 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S20.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2995,16 +2961,16 @@ def encode_fetch_response_v3(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 3')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 3')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 3')
@@ -3014,21 +2980,18 @@ def encode_fetch_response_v3(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 3')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 3')
-            out += _S20.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3038,7 +3001,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3048,7 +3011,7 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3058,11 +3021,9 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S21.unpack_from(data, pos)
-                    pos += 22
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, n2 = _S25.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 26
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3071,11 +3032,11 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3092,16 +3053,16 @@ def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 4')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 4')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 4')
@@ -3111,28 +3072,26 @@ def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 4')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 4')
-            out += _S21.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
+            out += _S27.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3142,7 +3101,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3152,7 +3111,7 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3162,11 +3121,9 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3175,11 +3132,11 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3196,16 +3153,16 @@ def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 5')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 5')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 5')
@@ -3215,28 +3172,26 @@ def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 5')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 5')
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3246,7 +3201,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3256,7 +3211,7 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3266,11 +3221,9 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3279,11 +3232,11 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3300,16 +3253,16 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 6')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 6')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 6')
@@ -3319,28 +3272,26 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 6')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 6')
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3350,7 +3301,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3360,7 +3311,7 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3370,11 +3321,9 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3383,11 +3332,11 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3402,16 +3351,16 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 7')
@@ -3421,28 +3370,26 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 7')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 7')
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3452,7 +3399,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3462,7 +3409,7 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3472,11 +3419,9 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3485,11 +3430,11 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3504,16 +3449,16 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 8')
@@ -3523,28 +3468,26 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 8')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 8')
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3554,7 +3497,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3564,7 +3507,7 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3574,11 +3517,9 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3587,11 +3528,11 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3606,16 +3547,16 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 9')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 9')
@@ -3625,28 +3566,26 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 9')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 9')
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3656,7 +3595,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3666,7 +3605,7 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3676,11 +3615,9 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3689,11 +3626,11 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3708,16 +3645,16 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 10')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 10')
@@ -3727,28 +3664,26 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 10')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 10')
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S24.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3758,7 +3693,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
@@ -3768,7 +3703,7 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
             else:
                 raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3778,11 +3713,9 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S23.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3791,14 +3724,12 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S22.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S24.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -3812,16 +3743,16 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 11')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 11')
@@ -3829,25 +3760,24 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default CurrentLeader at version 11')
             if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
                 raise ValueError('attempted to write a non-default SnapshotId at version 11')
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S22.pack(e_8.producer_id, e_8.first_offset)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S24.pack(e_6.preferred_read_replica, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S24.pack(e_6.preferred_read_replica, len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
     if n0 < 128:
         pos += 11
@@ -3892,7 +3822,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     if n2 < 128:
                         pos += 31
@@ -3908,7 +3838,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 17
                             else:
@@ -3920,7 +3850,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -3945,7 +3875,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -3958,7 +3888,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -3971,7 +3901,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4010,7 +3940,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 12')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4033,7 +3963,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S23.pack(e_9.partition_index, e_9.error_code, e_9.high_watermark, e_9.last_stable_offset, e_9.log_start_offset)
+            out += _S29.pack(e_9.partition_index, e_9.error_code, e_9.high_watermark, e_9.last_stable_offset, e_9.log_start_offset)
             x_10 = e_9.aborted_transactions
             if x_10 is None:
                 out.append(0)
@@ -4044,16 +3974,16 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_11)
                 for e_12 in x_10:
-                    out += _S31.pack(e_12.producer_id, e_12.first_offset)
+                    out += _S38.pack(e_12.producer_id, e_12.first_offset)
             x_13 = e_9.records
             if x_13 is None:
-                out += _S32.pack(e_9.preferred_read_replica)
+                out += _S39.pack(e_9.preferred_read_replica)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out += _S28.pack(e_9.preferred_read_replica, u_14)
+                    out += _S35.pack(e_9.preferred_read_replica, u_14)
                 else:
-                    out += _S1.pack(e_9.preferred_read_replica)
+                    out += _S2.pack(e_9.preferred_read_replica)
                     write_uvarint(out, u_14)
                 out += x_13
             tags2 = (e_9.diverging_epoch != EpochEndOffset()) + (e_9.current_leader != LeaderIdAndEpoch()) + (e_9.snapshot_id != SnapshotId())
@@ -4062,21 +3992,21 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_16 = e_9.diverging_epoch
-                tagbuf2 += _S17.pack(s_16.epoch, s_16.end_offset)
+                tagbuf2 += _S20.pack(s_16.epoch, s_16.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_9.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_18 = e_9.current_leader
-                tagbuf2 += _S33.pack(s_18.leader_id, s_18.leader_epoch)
+                tagbuf2 += _S40.pack(s_18.leader_id, s_18.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_9.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_20 = e_9.snapshot_id
-                tagbuf2 += _S34.pack(s_20.end_offset, s_20.epoch)
+                tagbuf2 += _S41.pack(s_20.end_offset, s_20.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4084,7 +4014,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
     if n0 < 128:
         pos += 11
@@ -4100,7 +4030,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
             if n1 < 128:
                 pos += 17
@@ -4116,7 +4046,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     if n2 < 128:
                         pos += 31
@@ -4132,7 +4062,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 17
                             else:
@@ -4144,7 +4074,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -4169,7 +4099,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4182,7 +4112,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -4195,7 +4125,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4234,7 +4164,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 13')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4242,7 +4172,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4250,7 +4180,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4261,16 +4191,16 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out += _S32.pack(e_6.preferred_read_replica)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out += _S28.pack(e_6.preferred_read_replica, u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
-                    out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4279,21 +4209,21 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4301,7 +4231,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
     if n0 < 128:
         pos += 11
@@ -4317,7 +4247,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
             if n1 < 128:
                 pos += 17
@@ -4333,7 +4263,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     if n2 < 128:
                         pos += 31
@@ -4349,7 +4279,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 17
                             else:
@@ -4361,7 +4291,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -4386,7 +4316,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4399,7 +4329,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -4412,7 +4342,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4451,7 +4381,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 14')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4459,7 +4389,7 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4467,7 +4397,7 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4478,16 +4408,16 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out += _S32.pack(e_6.preferred_read_replica)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out += _S28.pack(e_6.preferred_read_replica, u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
-                    out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4496,21 +4426,21 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4518,7 +4448,7 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
     if n0 < 128:
         pos += 11
@@ -4534,7 +4464,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
             if n1 < 128:
                 pos += 17
@@ -4550,7 +4480,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     if n2 < 128:
                         pos += 31
@@ -4566,7 +4496,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 17
                             else:
@@ -4578,7 +4508,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -4603,7 +4533,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4616,7 +4546,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -4629,7 +4559,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4668,7 +4598,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 15')
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4676,7 +4606,7 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4684,7 +4614,7 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4695,16 +4625,16 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out += _S32.pack(e_6.preferred_read_replica)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out += _S28.pack(e_6.preferred_read_replica, u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
-                    out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4713,21 +4643,21 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4735,7 +4665,7 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
     if n0 < 128:
         pos += 11
@@ -4751,7 +4681,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
             if n1 < 128:
                 pos += 17
@@ -4767,7 +4697,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     if n2 < 128:
                         pos += 31
@@ -4783,7 +4713,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 17
                             else:
@@ -4795,7 +4725,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -4820,7 +4750,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4833,7 +4763,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -4846,7 +4776,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -4894,7 +4824,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, n1 = _S28.unpack_from(data, pos)
+                        v_node_id_32, n1 = _S35.unpack_from(data, pos)
                         v_host_33: str
                         if n1 < 128:
                             pos += 5
@@ -4909,7 +4839,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                             v_host_33 = ''
                         else:
                             raise DecodeError('non-nullable field Host is null')
-                        v_port_34, n1 = _S28.unpack_from(data, pos)
+                        v_port_34, n1 = _S35.unpack_from(data, pos)
                         v_rack_35: str | None
                         if n1 < 128:
                             pos += 5
@@ -4939,7 +4869,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4947,7 +4877,7 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4955,7 +4885,7 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4966,16 +4896,16 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out += _S32.pack(e_6.preferred_read_replica)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out += _S28.pack(e_6.preferred_read_replica, u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
-                    out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4984,21 +4914,21 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -5015,18 +4945,18 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
             if e_20.host == '':
-                tagbuf0 += _S35.pack(e_20.node_id, 1, e_20.port)
+                tagbuf0 += _S42.pack(e_20.node_id, 1, e_20.port)
             else:
                 x_21 = e_20.host
                 b_22 = x_21.encode()
                 u_23 = len(b_22) + 1
                 if u_23 < 128:
-                    tagbuf0 += _S28.pack(e_20.node_id, u_23)
+                    tagbuf0 += _S35.pack(e_20.node_id, u_23)
                 else:
-                    tagbuf0 += _S1.pack(e_20.node_id)
+                    tagbuf0 += _S2.pack(e_20.node_id)
                     write_uvarint(tagbuf0, u_23)
                 tagbuf0 += b_22
-                tagbuf0 += _S1.pack(e_20.port)
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)
@@ -5044,7 +4974,7 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
     if n0 < 128:
         pos += 11
@@ -5060,7 +4990,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
             if n1 < 128:
                 pos += 17
@@ -5076,7 +5006,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     if n2 < 128:
                         pos += 31
@@ -5092,7 +5022,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 17
                             else:
@@ -5104,7 +5034,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -5129,7 +5059,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -5142,7 +5072,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -5155,7 +5085,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -5203,7 +5133,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, n1 = _S28.unpack_from(data, pos)
+                        v_node_id_32, n1 = _S35.unpack_from(data, pos)
                         v_host_33: str
                         if n1 < 128:
                             pos += 5
@@ -5218,7 +5148,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                             v_host_33 = ''
                         else:
                             raise DecodeError('non-nullable field Host is null')
-                        v_port_34, n1 = _S28.unpack_from(data, pos)
+                        v_port_34, n1 = _S35.unpack_from(data, pos)
                         v_rack_35: str | None
                         if n1 < 128:
                             pos += 5
@@ -5248,7 +5178,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -5256,7 +5186,7 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -5264,7 +5194,7 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -5275,16 +5205,16 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out += _S32.pack(e_6.preferred_read_replica)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out += _S28.pack(e_6.preferred_read_replica, u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
-                    out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -5293,21 +5223,21 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -5324,18 +5254,18 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
             if e_20.host == '':
-                tagbuf0 += _S35.pack(e_20.node_id, 1, e_20.port)
+                tagbuf0 += _S42.pack(e_20.node_id, 1, e_20.port)
             else:
                 x_21 = e_20.host
                 b_22 = x_21.encode()
                 u_23 = len(b_22) + 1
                 if u_23 < 128:
-                    tagbuf0 += _S28.pack(e_20.node_id, u_23)
+                    tagbuf0 += _S35.pack(e_20.node_id, u_23)
                 else:
-                    tagbuf0 += _S1.pack(e_20.node_id)
+                    tagbuf0 += _S2.pack(e_20.node_id)
                     write_uvarint(tagbuf0, u_23)
                 tagbuf0 += b_22
-                tagbuf0 += _S1.pack(e_20.port)
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)
@@ -5353,7 +5283,7 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S25.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
     if n0 < 128:
         pos += 11
@@ -5369,7 +5299,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, n1 = _S12.unpack_from(data, pos)
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
             if n1 < 128:
                 pos += 17
@@ -5385,7 +5315,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S26.unpack_from(data, pos)
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
                     if n2 < 128:
                         pos += 31
@@ -5401,7 +5331,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24, tag_count3 = _S27.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
                             if tag_count3 == 0:
                                 pos += 17
                             else:
@@ -5413,7 +5343,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, n2 = _S28.unpack_from(data, pos)
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -5438,7 +5368,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26, tag_count3 = _S15.unpack_from(data, pos)
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -5451,7 +5381,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S29.unpack_from(data, pos)
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -5464,7 +5394,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30, tag_count3 = _S30.unpack_from(data, pos)
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 13
                                 else:
@@ -5512,7 +5442,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, n1 = _S28.unpack_from(data, pos)
+                        v_node_id_32, n1 = _S35.unpack_from(data, pos)
                         v_host_33: str
                         if n1 < 128:
                             pos += 5
@@ -5527,7 +5457,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                             v_host_33 = ''
                         else:
                             raise DecodeError('non-nullable field Host is null')
-                        v_port_34, n1 = _S28.unpack_from(data, pos)
+                        v_port_34, n1 = _S35.unpack_from(data, pos)
                         v_rack_35: str | None
                         if n1 < 128:
                             pos += 5
@@ -5557,7 +5487,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
-    out += _S24.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -5565,7 +5495,7 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S13.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -5573,7 +5503,7 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -5584,16 +5514,16 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S31.pack(e_9.producer_id, e_9.first_offset)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out += _S32.pack(e_6.preferred_read_replica)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out += _S28.pack(e_6.preferred_read_replica, u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
-                    out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -5602,21 +5532,21 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S17.pack(s_13.epoch, s_13.end_offset)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S33.pack(s_15.leader_id, s_15.leader_epoch)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S34.pack(s_17.end_offset, s_17.epoch)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -5633,18 +5563,18 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
             if e_20.host == '':
-                tagbuf0 += _S35.pack(e_20.node_id, 1, e_20.port)
+                tagbuf0 += _S42.pack(e_20.node_id, 1, e_20.port)
             else:
                 x_21 = e_20.host
                 b_22 = x_21.encode()
                 u_23 = len(b_22) + 1
                 if u_23 < 128:
-                    tagbuf0 += _S28.pack(e_20.node_id, u_23)
+                    tagbuf0 += _S35.pack(e_20.node_id, u_23)
                 else:
-                    tagbuf0 += _S1.pack(e_20.node_id)
+                    tagbuf0 += _S2.pack(e_20.node_id)
                     write_uvarint(tagbuf0, u_23)
                 tagbuf0 += b_22
-                tagbuf0 += _S1.pack(e_20.port)
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)

@@ -13,15 +13,16 @@ _S0 = Struct('>h')
 _S1 = Struct('>b')
 _S2 = Struct('>bB')
 _S3 = Struct('>bx')
-_S4 = Struct('>hi')
+_S4 = Struct('>hih')
 _S5 = Struct('>i')
-_S6 = Struct('>ih')
-_S7 = Struct('>ihB')
-_S8 = Struct('>iB')
-_S9 = Struct('>ihBi')
-_S10 = Struct('>ihx')
-_S11 = Struct('>ix')
-_S12 = Struct('>iBih')
+_S6 = Struct('>ihh')
+_S7 = Struct('>ih')
+_S8 = Struct('>ihB')
+_S9 = Struct('>iB')
+_S10 = Struct('>ihBi')
+_S11 = Struct('>ihx')
+_S12 = Struct('>ix')
+_S13 = Struct('>iBih')
 
 
 @dataclass(slots=True)
@@ -371,11 +372,9 @@ def encode_find_coordinator_request_v6(m: FindCoordinatorRequest, out: bytearray
 
 
 def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_error_code_2, v_node_id_4 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_error_code_2, v_node_id_4, n0 = _S4.unpack_from(data, pos)
     v_host_5: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 8
     if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -391,20 +390,17 @@ def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v0(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 0')
-    out += _S4.pack(m.error_code, m.node_id)
     x_1 = m.host
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S4.pack(m.error_code, m.node_id, len(b_2))
     out += b_2
     out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S6.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S6.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 8
     if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -412,11 +408,9 @@ def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoor
         v_error_message_3 = ''
     else:
         v_error_message_3 = None
-    v_node_id_4, = _S5.unpack_from(data, pos)
-    pos += 4
+    v_node_id_4, n0 = _S7.unpack_from(data, pos)
     v_host_5: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -432,28 +426,24 @@ def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v1(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 1')
-    out += _S6.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S6.pack(m.throttle_time_ms, m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S6.pack(m.throttle_time_ms, m.error_code, len(b_2))
         out += b_2
-    out += _S5.pack(m.node_id)
     x_3 = m.host
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S7.pack(m.node_id, len(b_4))
     out += b_4
     out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S6.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S6.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 8
     if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -461,11 +451,9 @@ def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoor
         v_error_message_3 = ''
     else:
         v_error_message_3 = None
-    v_node_id_4, = _S5.unpack_from(data, pos)
-    pos += 4
+    v_node_id_4, n0 = _S7.unpack_from(data, pos)
     v_host_5: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -481,24 +469,22 @@ def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v2(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 2')
-    out += _S6.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S6.pack(m.throttle_time_ms, m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S6.pack(m.throttle_time_ms, m.error_code, len(b_2))
         out += b_2
-    out += _S5.pack(m.node_id)
     x_3 = m.host
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S7.pack(m.node_id, len(b_4))
     out += b_4
     out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S7.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
     v_error_message_3: str | None
     if n0 < 128:
         pos += 7
@@ -513,7 +499,7 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
         v_error_message_3 = ''
     else:
         v_error_message_3 = None
-    v_node_id_4, n0 = _S8.unpack_from(data, pos)
+    v_node_id_4, n0 = _S9.unpack_from(data, pos)
     v_host_5: str
     if n0 < 128:
         pos += 5
@@ -528,7 +514,7 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
         v_host_5 = ''
     else:
         raise DecodeError('non-nullable field Host is null')
-    v_port_6, tag_count0 = _S8.unpack_from(data, pos)
+    v_port_6, tag_count0 = _S9.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -546,18 +532,18 @@ def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearr
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 3')
     if m.error_message == '':
-        out += _S9.pack(m.throttle_time_ms, m.error_code, 1, m.node_id)
+        out += _S10.pack(m.throttle_time_ms, m.error_code, 1, m.node_id)
     else:
         x_1 = m.error_message
         if x_1 is None:
-            out += _S10.pack(m.throttle_time_ms, m.error_code)
+            out += _S11.pack(m.throttle_time_ms, m.error_code)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
             if u_3 < 128:
-                out += _S7.pack(m.throttle_time_ms, m.error_code, u_3)
+                out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
             else:
-                out += _S6.pack(m.throttle_time_ms, m.error_code)
+                out += _S7.pack(m.throttle_time_ms, m.error_code)
                 write_uvarint(out, u_3)
             out += b_2
         out += _S5.pack(m.node_id)
@@ -569,11 +555,11 @@ def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearr
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S11.pack(m.port)
+    out += _S12.pack(m.port)
 
 
 def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
     if n0 < 128:
         pos += 5
@@ -603,7 +589,7 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
                 v_key_9 = ''
             else:
                 raise DecodeError('non-nullable field Key is null')
-            v_node_id_10, n1 = _S8.unpack_from(data, pos)
+            v_node_id_10, n1 = _S9.unpack_from(data, pos)
             v_host_11: str
             if n1 < 128:
                 pos += 5
@@ -618,7 +604,7 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
                 v_host_11 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
+            v_port_12, v_error_code_13, n1 = _S8.unpack_from(data, pos)
             v_error_message_14: str | None
             if n1 < 128:
                 pos += 7
@@ -681,18 +667,18 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
             write_uvarint(out, u_6)
         out += b_5
         if e_3.host == '':
-            out += _S12.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
+            out += _S13.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
             x_7 = e_3.host
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S8.pack(e_3.node_id, u_9)
+                out += _S9.pack(e_3.node_id, u_9)
             else:
                 out += _S5.pack(e_3.node_id)
                 write_uvarint(out, u_9)
             out += b_8
-            out += _S6.pack(e_3.port, e_3.error_code)
+            out += _S7.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
             out.append(0)
@@ -709,7 +695,7 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
 
 
 def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
     if n0 < 128:
         pos += 5
@@ -739,7 +725,7 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
                 v_key_9 = ''
             else:
                 raise DecodeError('non-nullable field Key is null')
-            v_node_id_10, n1 = _S8.unpack_from(data, pos)
+            v_node_id_10, n1 = _S9.unpack_from(data, pos)
             v_host_11: str
             if n1 < 128:
                 pos += 5
@@ -754,7 +740,7 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
                 v_host_11 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
+            v_port_12, v_error_code_13, n1 = _S8.unpack_from(data, pos)
             v_error_message_14: str | None
             if n1 < 128:
                 pos += 7
@@ -817,18 +803,18 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
             write_uvarint(out, u_6)
         out += b_5
         if e_3.host == '':
-            out += _S12.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
+            out += _S13.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
             x_7 = e_3.host
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S8.pack(e_3.node_id, u_9)
+                out += _S9.pack(e_3.node_id, u_9)
             else:
                 out += _S5.pack(e_3.node_id)
                 write_uvarint(out, u_9)
             out += b_8
-            out += _S6.pack(e_3.port, e_3.error_code)
+            out += _S7.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
             out.append(0)
@@ -845,7 +831,7 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
 
 
 def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
     if n0 < 128:
         pos += 5
@@ -875,7 +861,7 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
                 v_key_9 = ''
             else:
                 raise DecodeError('non-nullable field Key is null')
-            v_node_id_10, n1 = _S8.unpack_from(data, pos)
+            v_node_id_10, n1 = _S9.unpack_from(data, pos)
             v_host_11: str
             if n1 < 128:
                 pos += 5
@@ -890,7 +876,7 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
                 v_host_11 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_12, v_error_code_13, n1 = _S7.unpack_from(data, pos)
+            v_port_12, v_error_code_13, n1 = _S8.unpack_from(data, pos)
             v_error_message_14: str | None
             if n1 < 128:
                 pos += 7
@@ -953,18 +939,18 @@ def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearr
             write_uvarint(out, u_6)
         out += b_5
         if e_3.host == '':
-            out += _S12.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
+            out += _S13.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
             x_7 = e_3.host
             b_8 = x_7.encode()
             u_9 = len(b_8) + 1
             if u_9 < 128:
-                out += _S8.pack(e_3.node_id, u_9)
+                out += _S9.pack(e_3.node_id, u_9)
             else:
                 out += _S5.pack(e_3.node_id)
                 write_uvarint(out, u_9)
             out += b_8
-            out += _S6.pack(e_3.port, e_3.error_code)
+            out += _S7.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
             out.append(0)

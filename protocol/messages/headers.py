@@ -9,11 +9,10 @@ from struct import Struct
 
 from protocol.primitives import read_uvarint
 
-_S0 = Struct('>hhi')
-_S1 = Struct('>h')
-_S2 = Struct('>i')
-_S3 = Struct('>iB')
-_S4 = Struct('>ix')
+_S0 = Struct('>hhih')
+_S1 = Struct('>i')
+_S2 = Struct('>iB')
+_S3 = Struct('>ix')
 
 
 @dataclass(slots=True)
@@ -30,11 +29,9 @@ class ResponseHeader:
 
 
 def decode_request_header_v1(data: bytes, pos: int) -> tuple[RequestHeader, int]:
-    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3 = _S0.unpack_from(data, pos)
-    pos += 8
+    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, n0 = _S0.unpack_from(data, pos)
     v_client_id_4: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 10
     if n0 > 0:
         v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -46,22 +43,19 @@ def decode_request_header_v1(data: bytes, pos: int) -> tuple[RequestHeader, int]
 
 
 def encode_request_header_v1(m: RequestHeader, out: bytearray) -> None:
-    out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id)
     x_1 = m.client_id
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, len(b_2))
         out += b_2
 
 
 def decode_request_header_v2(data: bytes, pos: int) -> tuple[RequestHeader, int]:
-    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3 = _S0.unpack_from(data, pos)
-    pos += 8
+    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, n0 = _S0.unpack_from(data, pos)
     v_client_id_4: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 10
     if n0 > 0:
         v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -82,29 +76,28 @@ def decode_request_header_v2(data: bytes, pos: int) -> tuple[RequestHeader, int]
 
 
 def encode_request_header_v2(m: RequestHeader, out: bytearray) -> None:
-    out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id)
     x_1 = m.client_id
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, len(b_2))
         out += b_2
     out.append(0)
 
 
 def decode_response_header_v0(data: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    v_correlation_id_1, = _S2.unpack_from(data, pos)
+    v_correlation_id_1, = _S1.unpack_from(data, pos)
     pos += 4
     return ResponseHeader(v_correlation_id_1), pos
 
 
 def encode_response_header_v0(m: ResponseHeader, out: bytearray) -> None:
-    out += _S2.pack(m.correlation_id)
+    out += _S1.pack(m.correlation_id)
 
 
 def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    v_correlation_id_1, tag_count0 = _S3.unpack_from(data, pos)
+    v_correlation_id_1, tag_count0 = _S2.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -119,4 +112,4 @@ def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, in
 
 
 def encode_response_header_v1(m: ResponseHeader, out: bytearray) -> None:
-    out += _S4.pack(m.correlation_id)
+    out += _S3.pack(m.correlation_id)

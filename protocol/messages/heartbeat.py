@@ -10,9 +10,9 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>i')
+_S1 = Struct('>ih')
 _S2 = Struct('>iB')
-_S3 = Struct('>ih')
+_S3 = Struct('>i')
 _S4 = Struct('>ihB')
 _S5 = Struct('>ihx')
 
@@ -42,11 +42,9 @@ def decode_heartbeat_request_v0(data: bytes, pos: int) -> tuple[HeartbeatRequest
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -64,10 +62,9 @@ def encode_heartbeat_request_v0(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
 
 
@@ -82,11 +79,9 @@ def decode_heartbeat_request_v1(data: bytes, pos: int) -> tuple[HeartbeatRequest
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -104,10 +99,9 @@ def encode_heartbeat_request_v1(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
 
 
@@ -122,11 +116,9 @@ def decode_heartbeat_request_v2(data: bytes, pos: int) -> tuple[HeartbeatRequest
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -144,10 +136,9 @@ def encode_heartbeat_request_v2(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
 
 
@@ -162,11 +153,9 @@ def decode_heartbeat_request_v3(data: bytes, pos: int) -> tuple[HeartbeatRequest
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -192,10 +181,9 @@ def encode_heartbeat_request_v3(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
     x_5 = m.group_instance_id
     if x_5 is None:
@@ -280,7 +268,7 @@ def encode_heartbeat_request_v4(m: HeartbeatRequest, out: bytearray) -> None:
         if u_6 < 128:
             out += _S2.pack(m.generation_id, u_6)
         else:
-            out += _S1.pack(m.generation_id)
+            out += _S3.pack(m.generation_id)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.group_instance_id
@@ -308,33 +296,33 @@ def encode_heartbeat_response_v0(m: HeartbeatResponse, out: bytearray) -> None:
 
 
 def decode_heartbeat_response_v1(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v1(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v2(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v2(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v3(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v3(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v4(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:

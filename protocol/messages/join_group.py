@@ -10,15 +10,18 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>i')
-_S2 = Struct('>ii')
-_S3 = Struct('>iiB')
-_S4 = Struct('>hi')
-_S5 = Struct('>ihi')
-_S6 = Struct('>ihiB')
-_S7 = Struct('>ihix')
-_S8 = Struct('>?B')
-_S9 = Struct('>?')
+_S1 = Struct('>ih')
+_S2 = Struct('>i')
+_S3 = Struct('>iih')
+_S4 = Struct('>iiB')
+_S5 = Struct('>ii')
+_S6 = Struct('>hih')
+_S7 = Struct('>ihih')
+_S8 = Struct('>ihiB')
+_S9 = Struct('>ihi')
+_S10 = Struct('>ihix')
+_S11 = Struct('>?B')
+_S12 = Struct('>?')
 
 
 @dataclass(slots=True)
@@ -70,11 +73,9 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_session_timeout_ms_2, n0 = _S1.unpack_from(data, pos)
     v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -93,7 +94,7 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -114,7 +115,7 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -132,24 +133,23 @@ def encode_join_group_request_v0(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.session_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.session_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -164,11 +164,9 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 10
     if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -187,7 +185,7 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -208,7 +206,7 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -226,24 +224,23 @@ def encode_join_group_request_v1(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -258,11 +255,9 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 10
     if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -281,7 +276,7 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -302,7 +297,7 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -320,24 +315,23 @@ def encode_join_group_request_v2(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -352,11 +346,9 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 10
     if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -375,7 +367,7 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -396,7 +388,7 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -414,24 +406,23 @@ def encode_join_group_request_v3(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -446,11 +437,9 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 10
     if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -469,7 +458,7 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -490,7 +479,7 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -508,24 +497,23 @@ def encode_join_group_request_v4(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -540,11 +528,9 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
     v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 10
     if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -573,7 +559,7 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -594,7 +580,7 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -610,10 +596,9 @@ def encode_join_group_request_v5(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.group_instance_id
     if x_5 is None:
@@ -627,14 +612,14 @@ def encode_join_group_request_v5(m: JoinGroupRequest, out: bytearray) -> None:
     out += _S0.pack(len(b_8))
     out += b_8
     x_9 = m.protocols
-    out += _S1.pack(len(x_9))
+    out += _S2.pack(len(x_9))
     for e_10 in x_9:
         x_11 = e_10.name
         b_12 = x_11.encode()
         out += _S0.pack(len(b_12))
         out += b_12
         x_13 = e_10.metadata
-        out += _S1.pack(len(x_13))
+        out += _S2.pack(len(x_13))
         out += x_13
 
 
@@ -653,7 +638,7 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
         pos += 9
@@ -769,15 +754,15 @@ def encode_join_group_request_v6(m: JoinGroupRequest, out: bytearray) -> None:
         write_uvarint(out, u_3)
     out += b_2
     if m.member_id == '':
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
         x_4 = m.member_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
         else:
-            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.group_instance_id
@@ -840,7 +825,7 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
         pos += 9
@@ -956,15 +941,15 @@ def encode_join_group_request_v7(m: JoinGroupRequest, out: bytearray) -> None:
         write_uvarint(out, u_3)
     out += b_2
     if m.member_id == '':
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
         x_4 = m.member_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
         else:
-            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.group_instance_id
@@ -1027,7 +1012,7 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
         pos += 9
@@ -1157,15 +1142,15 @@ def encode_join_group_request_v8(m: JoinGroupRequest, out: bytearray) -> None:
         write_uvarint(out, u_3)
     out += b_2
     if m.member_id == '':
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
         x_4 = m.member_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
         else:
-            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.group_instance_id
@@ -1239,7 +1224,7 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
     v_member_id_4: str
     if n0 < 128:
         pos += 9
@@ -1369,15 +1354,15 @@ def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
         write_uvarint(out, u_3)
     out += b_2
     if m.member_id == '':
-        out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
         x_4 = m.member_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
         else:
-            out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
             write_uvarint(out, u_6)
         out += b_5
     x_7 = m.group_instance_id
@@ -1437,11 +1422,9 @@ def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
 
 
 def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 8
     if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -1470,7 +1453,7 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1491,7 +1474,7 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1505,12 +1488,11 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v0(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 0')
-    out += _S4.pack(m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 0')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S6.pack(m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1521,23 +1503,21 @@ def encode_join_group_response_v0(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 8
     if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -1566,7 +1546,7 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1587,7 +1567,7 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1601,12 +1581,11 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v1(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 1')
-    out += _S4.pack(m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 1')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S6.pack(m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1617,23 +1596,21 @@ def encode_join_group_response_v1(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 12
     if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -1662,7 +1639,7 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1683,7 +1660,7 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1697,12 +1674,11 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v2(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 2')
-    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 2')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1713,23 +1689,21 @@ def encode_join_group_response_v2(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 12
     if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -1758,7 +1732,7 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1779,7 +1753,7 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1793,12 +1767,11 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v3(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 3')
-    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 3')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1809,23 +1782,21 @@ def encode_join_group_response_v3(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 12
     if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -1854,7 +1825,7 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1875,7 +1846,7 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1889,12 +1860,11 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v4(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 4')
-    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 4')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1905,23 +1875,21 @@ def encode_join_group_response_v4(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S5.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 12
     if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -1950,7 +1918,7 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1981,7 +1949,7 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 v_group_instance_id_12 = None
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1995,12 +1963,11 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 5')
-    out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 5')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -2011,7 +1978,7 @@ def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
@@ -2025,12 +1992,12 @@ def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
             out += _S0.pack(len(b_12))
             out += b_12
         x_13 = e_8.metadata
-        out += _S1.pack(len(x_13))
+        out += _S2.pack(len(x_13))
         out += x_13
 
 
 def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_name_5: str | None
     if n0 < 128:
         pos += 11
@@ -2154,7 +2121,7 @@ def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 6')
     if m.protocol_name == '':
-        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
         x_1 = m.protocol_name
         if x_1 is None:
@@ -2162,9 +2129,9 @@ def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
         b_2 = x_1.encode()
         u_3 = len(b_2) + 1
         if u_3 < 128:
-            out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+            out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
         else:
-            out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+            out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
             write_uvarint(out, u_3)
         out += b_2
     x_4 = m.leader
@@ -2221,7 +2188,7 @@ def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_type_4: str | None
     if n0 < 128:
         pos += 11
@@ -2359,18 +2326,18 @@ def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 7')
     if m.protocol_type == '':
-        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
         x_1 = m.protocol_type
         if x_1 is None:
-            out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+            out += _S10.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
             if u_3 < 128:
-                out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+                out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
             else:
-                out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
                 write_uvarint(out, u_3)
             out += b_2
     x_4 = m.protocol_name
@@ -2438,7 +2405,7 @@ def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_type_4: str | None
     if n0 < 128:
         pos += 11
@@ -2576,18 +2543,18 @@ def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 8')
     if m.protocol_type == '':
-        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
         x_1 = m.protocol_type
         if x_1 is None:
-            out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+            out += _S10.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
             if u_3 < 128:
-                out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+                out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
             else:
-                out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
                 write_uvarint(out, u_3)
             out += b_2
     x_4 = m.protocol_name
@@ -2655,7 +2622,7 @@ def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_type_4: str | None
     if n0 < 128:
         pos += 11
@@ -2698,7 +2665,7 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
         v_leader_6 = ''
     else:
         raise DecodeError('non-nullable field Leader is null')
-    v_skip_assignment_7, n0 = _S8.unpack_from(data, pos)
+    v_skip_assignment_7, n0 = _S11.unpack_from(data, pos)
     v_member_id_8: str
     if n0 < 128:
         pos += 2
@@ -2792,18 +2759,18 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
 
 def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
     if m.protocol_type == '':
-        out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
         x_1 = m.protocol_type
         if x_1 is None:
-            out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+            out += _S10.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
             b_2 = x_1.encode()
             u_3 = len(b_2) + 1
             if u_3 < 128:
-                out += _S6.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+                out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
             else:
-                out += _S5.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
                 write_uvarint(out, u_3)
             out += b_2
     x_4 = m.protocol_name
@@ -2826,15 +2793,15 @@ def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
         write_uvarint(out, u_9)
     out += b_8
     if m.member_id == '':
-        out += _S8.pack(m.skip_assignment, 1)
+        out += _S11.pack(m.skip_assignment, 1)
     else:
         x_10 = m.member_id
         b_11 = x_10.encode()
         u_12 = len(b_11) + 1
         if u_12 < 128:
-            out += _S8.pack(m.skip_assignment, u_12)
+            out += _S11.pack(m.skip_assignment, u_12)
         else:
-            out += _S9.pack(m.skip_assignment)
+            out += _S12.pack(m.skip_assignment)
             write_uvarint(out, u_12)
         out += b_11
     x_13 = m.members

@@ -12,9 +12,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
-_S3 = Struct('>ihB')
-_S4 = Struct('>hB')
-_S5 = Struct('>hx')
+_S3 = Struct('>ihi')
+_S4 = Struct('>ihB')
+_S5 = Struct('>hB')
+_S6 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -529,11 +530,9 @@ def encode_leave_group_response_v2(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v3(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
     elif n0 > len(data) - pos:
@@ -588,7 +587,7 @@ def encode_leave_group_response_v3(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
     if n0 < 128:
         pos += 7
@@ -632,7 +631,7 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
                 v_group_instance_id_6 = ''
             else:
                 v_group_instance_id_6 = None
-            v_error_code_7, tag_count1 = _S4.unpack_from(data, pos)
+            v_error_code_7, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
             else:
@@ -684,12 +683,12 @@ def encode_leave_group_response_v4(m: LeaveGroupResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_9)
             out += b_8
-        out += _S5.pack(e_3.error_code)
+        out += _S6.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
     if n0 < 128:
         pos += 7
@@ -733,7 +732,7 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
                 v_group_instance_id_6 = ''
             else:
                 v_group_instance_id_6 = None
-            v_error_code_7, tag_count1 = _S4.unpack_from(data, pos)
+            v_error_code_7, tag_count1 = _S5.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
             else:
@@ -785,5 +784,5 @@ def encode_leave_group_response_v5(m: LeaveGroupResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_9)
             out += b_8
-        out += _S5.pack(e_3.error_code)
+        out += _S6.pack(e_3.error_code)
     out.append(0)

@@ -9,10 +9,12 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>h')
-_S1 = Struct('>i')
-_S2 = Struct('>ih')
-_S3 = Struct('>ihB')
+_S0 = Struct('>hi')
+_S1 = Struct('>h')
+_S2 = Struct('>i')
+_S3 = Struct('>ihi')
+_S4 = Struct('>ih')
+_S5 = Struct('>ihB')
 
 
 @dataclass(slots=True)
@@ -262,11 +264,9 @@ def encode_list_groups_request_v5(m: ListGroupsRequest, out: bytearray) -> None:
 
 
 def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_error_code_2, = _S0.unpack_from(data, pos)
-    pos += 2
+    v_error_code_2, n0 = _S0.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -276,7 +276,7 @@ def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsRes
         append_4 = v_groups_3.append
         for _ in range(n0):
             v_group_id_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
@@ -286,7 +286,7 @@ def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
@@ -300,26 +300,24 @@ def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v0(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
+    out += _S1.pack(m.error_code)
     x_1 = m.groups
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.protocol_type
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
 
 
 def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -329,7 +327,7 @@ def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsRes
         append_4 = v_groups_3.append
         for _ in range(n0):
             v_group_id_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
@@ -339,7 +337,7 @@ def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
@@ -353,26 +351,24 @@ def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v1(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.protocol_type
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
 
 
 def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -382,7 +378,7 @@ def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsRes
         append_4 = v_groups_3.append
         for _ in range(n0):
             v_group_id_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
@@ -392,7 +388,7 @@ def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
@@ -406,22 +402,22 @@ def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v2(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.protocol_type
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
 
 
 def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
     if n0 < 128:
         pos += 7
@@ -488,7 +484,7 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v3(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -517,7 +513,7 @@ def encode_list_groups_response_v3(m: ListGroupsResponse, out: bytearray) -> Non
 
 
 def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
     if n0 < 128:
         pos += 7
@@ -598,7 +594,7 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v4(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -635,7 +631,7 @@ def encode_list_groups_response_v4(m: ListGroupsResponse, out: bytearray) -> Non
 
 
 def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
     if n0 < 128:
         pos += 7
@@ -730,7 +726,7 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v5(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:

@@ -9,22 +9,25 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>i')
+_S0 = Struct('>ii')
 _S1 = Struct('>h')
-_S2 = Struct('>iqi')
-_S3 = Struct('>iq')
-_S4 = Struct('>ib')
-_S5 = Struct('>iiq')
-_S6 = Struct('>ibB')
-_S7 = Struct('>iiqB')
-_S8 = Struct('>iiqx')
-_S9 = Struct('>iB')
-_S10 = Struct('>ix')
-_S11 = Struct('>ih')
-_S12 = Struct('>ihqq')
-_S13 = Struct('>ihqqi')
-_S14 = Struct('>ihqqiB')
-_S15 = Struct('>ihqqix')
+_S2 = Struct('>i')
+_S3 = Struct('>iqi')
+_S4 = Struct('>iq')
+_S5 = Struct('>ibi')
+_S6 = Struct('>ib')
+_S7 = Struct('>iiq')
+_S8 = Struct('>ibB')
+_S9 = Struct('>iiqB')
+_S10 = Struct('>iiqx')
+_S11 = Struct('>iB')
+_S12 = Struct('>ix')
+_S13 = Struct('>ihi')
+_S14 = Struct('>ih')
+_S15 = Struct('>ihqq')
+_S16 = Struct('>ihqqi')
+_S17 = Struct('>ihqqiB')
+_S18 = Struct('>ihqqix')
 
 
 @dataclass(slots=True)
@@ -72,11 +75,9 @@ class ListOffsetsResponse:
 
 
 def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_replica_id_1, n0 = _S0.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -96,7 +97,7 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -106,7 +107,7 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11, v_max_num_offsets_12 = _S2.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11, v_max_num_offsets_12 = _S3.unpack_from(data, pos)
                     pos += 16
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, v_max_num_offsets_12))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -116,26 +117,24 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v0(m: ListOffsetsRequest, out: bytearray) -> None:
     if m.isolation_level != 0:
         raise ValueError('attempted to write a non-default IsolationLevel at version 0')
-    out += _S0.pack(m.replica_id)
+    out += _S2.pack(m.replica_id)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S2.pack(e_6.partition_index, e_6.timestamp, e_6.max_num_offsets)
+            out += _S3.pack(e_6.partition_index, e_6.timestamp, e_6.max_num_offsets)
 
 
 def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_replica_id_1, n0 = _S0.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -155,7 +154,7 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -165,7 +164,7 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S4.unpack_from(data, pos)
                     pos += 12
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -175,28 +174,26 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v1(m: ListOffsetsRequest, out: bytearray) -> None:
     if m.isolation_level != 0:
         raise ValueError('attempted to write a non-default IsolationLevel at version 1')
-    out += _S0.pack(m.replica_id)
+    out += _S2.pack(m.replica_id)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 1')
-            out += _S3.pack(e_6.partition_index, e_6.timestamp)
+            out += _S4.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -216,7 +213,7 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -226,7 +223,7 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S4.unpack_from(data, pos)
                     pos += 12
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -234,28 +231,26 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v2(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 2')
-            out += _S3.pack(e_6.partition_index, e_6.timestamp)
+            out += _S4.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -275,7 +270,7 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -285,7 +280,7 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S4.unpack_from(data, pos)
                     pos += 12
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -293,28 +288,26 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v3(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 3')
-            out += _S3.pack(e_6.partition_index, e_6.timestamp)
+            out += _S4.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -334,7 +327,7 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -344,7 +337,7 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S7.unpack_from(data, pos)
                     pos += 16
                     append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -352,28 +345,26 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v4(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 4')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S7.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
 
 
 def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -393,7 +384,7 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -403,7 +394,7 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S7.unpack_from(data, pos)
                     pos += 16
                     append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -411,24 +402,24 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v5(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 5')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S7.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
 
 
 def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
     if n0 < 128:
         pos += 6
@@ -473,7 +464,7 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 17
                     else:
@@ -508,7 +499,7 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v6(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -533,13 +524,13 @@ def encode_list_offsets_request_v6(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 6')
-            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
     if n0 < 128:
         pos += 6
@@ -584,7 +575,7 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 17
                     else:
@@ -619,7 +610,7 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v7(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -644,13 +635,13 @@ def encode_list_offsets_request_v7(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 7')
-            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
     if n0 < 128:
         pos += 6
@@ -695,7 +686,7 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 17
                     else:
@@ -730,7 +721,7 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -755,13 +746,13 @@ def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 8')
-            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
     if n0 < 128:
         pos += 6
@@ -806,7 +797,7 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 17
                     else:
@@ -841,7 +832,7 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v9(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -866,13 +857,13 @@ def encode_list_offsets_request_v9(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 9')
-            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
     if n0 < 128:
         pos += 6
@@ -917,7 +908,7 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 17
                     else:
@@ -939,7 +930,7 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
                     end1 = pos + size1
                     pos = end1
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
-    v_timeout_ms_4, tag_count0 = _S9.unpack_from(data, pos)
+    v_timeout_ms_4, tag_count0 = _S11.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -954,7 +945,7 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_request_v10(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -979,13 +970,13 @@ def encode_list_offsets_request_v10(m: ListOffsetsRequest, out: bytearray) -> No
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 10')
-            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
-    out += _S10.pack(m.timeout_ms)
+    out += _S12.pack(m.timeout_ms)
 
 
 def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2, n0 = _S6.unpack_from(data, pos)
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
     if n0 < 128:
         pos += 6
@@ -1030,7 +1021,7 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 17
                     else:
@@ -1052,7 +1043,7 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
                     end1 = pos + size1
                     pos = end1
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
-    v_timeout_ms_4, tag_count0 = _S9.unpack_from(data, pos)
+    v_timeout_ms_4, tag_count0 = _S11.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -1067,7 +1058,7 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_request_v11(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1092,14 +1083,14 @@ def encode_list_offsets_request_v11(m: ListOffsetsRequest, out: bytearray) -> No
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 11')
-            out += _S8.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
-    out += _S10.pack(m.timeout_ms)
+    out += _S12.pack(m.timeout_ms)
 
 
 def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
@@ -1120,7 +1111,7 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1130,11 +1121,9 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8 = _S11.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_7, v_error_code_8, n2 = _S13.unpack_from(data, pos)
                     v_old_style_offsets_9: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 10
                     if n2 < 0:
                         raise DecodeError('non-nullable field OldStyleOffsets is null')
                     elif n2 > len(data) - pos:
@@ -1149,14 +1138,14 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 def encode_list_offsets_response_v0(m: ListOffsetsResponse, out: bytearray) -> None:
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.timestamp != -1:
                 raise ValueError('attempted to write a non-default Timestamp at version 0')
@@ -1164,15 +1153,15 @@ def encode_list_offsets_response_v0(m: ListOffsetsResponse, out: bytearray) -> N
                 raise ValueError('attempted to write a non-default Offset at version 0')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 0')
-            out += _S11.pack(e_6.partition_index, e_6.error_code)
+            out += _S14.pack(e_6.partition_index, e_6.error_code)
             x_7 = e_6.old_style_offsets
-            out += _S0.pack(len(x_7))
+            out += _S2.pack(len(x_7))
             out += pack('>%dq' % len(x_7), *x_7)
 
 
 def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
@@ -1193,7 +1182,7 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1203,7 +1192,7 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S12.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S15.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1212,28 +1201,26 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 def encode_list_offsets_response_v1(m: ListOffsetsResponse, out: bytearray) -> None:
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 1')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 1')
-            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1253,7 +1240,7 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1263,7 +1250,7 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S12.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S15.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1271,30 +1258,28 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v2(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 2')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 2')
-            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1314,7 +1299,7 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1324,7 +1309,7 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S12.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S15.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1332,30 +1317,28 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v3(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 3')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 3')
-            out += _S12.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1375,7 +1358,7 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1385,7 +1368,7 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S13.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S16.unpack_from(data, pos)
                     pos += 26
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1393,28 +1376,26 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v4(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 4')
-            out += _S13.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S16.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1434,7 +1415,7 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1444,7 +1425,7 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S13.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S16.unpack_from(data, pos)
                     pos += 26
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1452,24 +1433,24 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v5(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 5')
-            out += _S13.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S16.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
     if n0 < 128:
         pos += 5
@@ -1514,7 +1495,7 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 27
                     else:
@@ -1549,7 +1530,7 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v6(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1574,13 +1555,13 @@ def encode_list_offsets_response_v6(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 6')
-            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
     if n0 < 128:
         pos += 5
@@ -1625,7 +1606,7 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 27
                     else:
@@ -1660,7 +1641,7 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v7(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1685,13 +1666,13 @@ def encode_list_offsets_response_v7(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 7')
-            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
     if n0 < 128:
         pos += 5
@@ -1736,7 +1717,7 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 27
                     else:
@@ -1771,7 +1752,7 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1796,13 +1777,13 @@ def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 8')
-            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
     if n0 < 128:
         pos += 5
@@ -1847,7 +1828,7 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 27
                     else:
@@ -1882,7 +1863,7 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v9(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1907,13 +1888,13 @@ def encode_list_offsets_response_v9(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 9')
-            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
     if n0 < 128:
         pos += 5
@@ -1958,7 +1939,7 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 27
                     else:
@@ -1993,7 +1974,7 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
 
 
 def encode_list_offsets_response_v10(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2018,13 +1999,13 @@ def encode_list_offsets_response_v10(m: ListOffsetsResponse, out: bytearray) -> 
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 10')
-            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
     if n0 < 128:
         pos += 5
@@ -2069,7 +2050,7 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 27
                     else:
@@ -2104,7 +2085,7 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
 
 
 def encode_list_offsets_response_v11(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2129,6 +2110,6 @@ def encode_list_offsets_response_v11(m: ListOffsetsResponse, out: bytearray) -> 
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 11')
-            out += _S15.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)

@@ -23,19 +23,24 @@ _S9 = Struct('>16sx')
 _S10 = Struct('>16s')
 _S11 = Struct('>??B')
 _S12 = Struct('>??x')
-_S13 = Struct('>hii')
-_S14 = Struct('>hiii')
-_S15 = Struct('>iB')
-_S16 = Struct('>hB')
-_S17 = Struct('>?B')
-_S18 = Struct('>hiiiB')
-_S19 = Struct('>iBi')
-_S20 = Struct('>hB?')
-_S21 = Struct('>ix')
-_S22 = Struct('>16s?B')
-_S23 = Struct('>hB16s?')
-_S24 = Struct('>16s?')
-_S25 = Struct('>hx')
+_S13 = Struct('>ih')
+_S14 = Struct('>hh')
+_S15 = Struct('>hiii')
+_S16 = Struct('>hii')
+_S17 = Struct('>ii')
+_S18 = Struct('>?i')
+_S19 = Struct('>hiiii')
+_S20 = Struct('>iB')
+_S21 = Struct('>hB')
+_S22 = Struct('>?B')
+_S23 = Struct('>hiiiB')
+_S24 = Struct('>iBi')
+_S25 = Struct('>hB?')
+_S26 = Struct('>ix')
+_S27 = Struct('>16s?B')
+_S28 = Struct('>hB16s?')
+_S29 = Struct('>16s?')
+_S30 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -880,11 +885,9 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -906,11 +909,9 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -929,11 +930,9 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -962,10 +961,9 @@ def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
         out += _S0.pack(e_2.port)
     x_5 = m.topics
@@ -973,17 +971,16 @@ def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
     for e_6 in x_5:
         if e_6.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 0')
-        out += _S1.pack(e_6.error_code)
         x_7 = e_6.name
         if x_7 is None:
             raise ValueError('Name cannot be null in version 0')
         b_8 = x_7.encode()
-        out += _S1.pack(len(b_8))
+        out += _S14.pack(e_6.error_code, len(b_8))
         out += b_8
         x_9 = e_6.partitions
         out += _S0.pack(len(x_9))
         for e_10 in x_9:
-            out += _S13.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
+            out += _S16.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
             x_11 = e_10.replica_nodes
             out += _S0.pack(len(x_11))
             out += pack('>%di' % len(x_11), *x_11)
@@ -1004,11 +1001,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1016,11 +1011,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1029,11 +1022,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
             else:
                 v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1042,11 +1033,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1054,11 +1043,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1067,11 +1054,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1100,18 +1085,16 @@ def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     out += _S0.pack(m.controller_id)
     x_7 = m.topics
@@ -1119,18 +1102,17 @@ def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
     for e_8 in x_7:
         if e_8.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 1')
-        out += _S1.pack(e_8.error_code)
         x_9 = e_8.name
         if x_9 is None:
             raise ValueError('Name cannot be null in version 1')
         b_10 = x_9.encode()
-        out += _S1.pack(len(b_10))
+        out += _S14.pack(e_8.error_code, len(b_10))
         out += b_10
         out += _S2.pack(e_8.is_internal)
         x_11 = e_8.partitions
         out += _S0.pack(len(x_11))
         for e_12 in x_11:
-            out += _S13.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
+            out += _S16.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
             x_13 = e_12.replica_nodes
             out += _S0.pack(len(x_13))
             out += pack('>%di' % len(x_13), *x_13)
@@ -1151,11 +1133,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1163,11 +1143,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1186,11 +1164,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1199,11 +1175,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1211,11 +1185,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1224,11 +1196,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1257,18 +1227,16 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1283,18 +1251,17 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 2')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 2')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1304,11 +1271,9 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1317,11 +1282,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1329,11 +1292,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1352,11 +1313,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1365,11 +1324,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1377,11 +1334,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1390,11 +1345,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1424,18 +1377,16 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1450,18 +1401,17 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 3')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 3')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1471,11 +1421,9 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1484,11 +1432,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1496,11 +1442,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1519,11 +1463,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1532,11 +1474,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1544,11 +1484,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1557,11 +1495,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1591,18 +1527,16 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1617,18 +1551,17 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 4')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 4')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1638,11 +1571,9 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1651,11 +1582,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1663,11 +1592,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1686,11 +1613,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1699,11 +1624,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1711,11 +1634,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1724,11 +1645,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1768,18 +1687,16 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1794,18 +1711,17 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 5')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 5')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1818,11 +1734,9 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1831,11 +1745,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1843,11 +1755,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1866,11 +1776,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1879,11 +1787,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -1891,11 +1797,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1904,11 +1808,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S13.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1948,18 +1850,16 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1974,18 +1874,17 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 6')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 6')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S13.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1998,11 +1897,9 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -2011,11 +1908,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -2023,11 +1918,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -2046,11 +1939,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -2059,11 +1950,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -2071,11 +1960,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -2084,11 +1971,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S14.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S19.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -2128,18 +2013,16 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -2154,18 +2037,17 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 7')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 7')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S14.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S15.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2178,11 +2060,9 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -2191,11 +2071,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -2203,11 +2081,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_port_11, n1 = _S13.unpack_from(data, pos)
             v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 6
             if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -2226,11 +2102,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -2239,11 +2113,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
+            pos += 4
             if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
@@ -2251,11 +2123,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -2264,11 +2134,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S14.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S19.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -2310,18 +2178,16 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -2334,18 +2200,17 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
     x_9 = m.topics
     out += _S0.pack(len(x_9))
     for e_10 in x_9:
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 8')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S14.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S15.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2360,7 +2225,7 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2376,7 +2241,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S15.unpack_from(data, pos)
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2391,7 +2256,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S15.unpack_from(data, pos)
+            v_port_11, n1 = _S20.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -2430,7 +2295,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2446,7 +2311,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S16.unpack_from(data, pos)
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -2461,7 +2326,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_is_internal_17, n1 = _S17.unpack_from(data, pos)
+            v_is_internal_17, n1 = _S22.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 2
@@ -2477,7 +2342,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -2530,7 +2395,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -2542,7 +2407,7 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, tag_count0 = _S15.unpack_from(data, pos)
+    v_cluster_authorized_operations_6, tag_count0 = _S20.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2566,13 +2431,13 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S19.pack(e_3.node_id, 1, e_3.port)
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S15.pack(e_3.node_id, u_6)
+                out += _S20.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -2610,7 +2475,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S20.pack(e_15.error_code, 1, e_15.is_internal)
+            out += _S25.pack(e_15.error_code, 1, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
@@ -2618,7 +2483,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out += _S16.pack(e_15.error_code, u_18)
+                out += _S21.pack(e_15.error_code, u_18)
             else:
                 out += _S1.pack(e_15.error_code)
                 write_uvarint(out, u_18)
@@ -2631,7 +2496,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2654,12 +2519,12 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S21.pack(e_15.topic_authorized_operations)
-    out += _S21.pack(m.cluster_authorized_operations)
+        out += _S26.pack(e_15.topic_authorized_operations)
+    out += _S26.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2675,7 +2540,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S15.unpack_from(data, pos)
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2690,7 +2555,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S15.unpack_from(data, pos)
+            v_port_11, n1 = _S20.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -2729,7 +2594,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2745,7 +2610,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S16.unpack_from(data, pos)
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -2760,7 +2625,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_16, v_is_internal_17, n1 = _S22.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S27.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -2776,7 +2641,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -2829,7 +2694,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -2841,7 +2706,7 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, tag_count0 = _S15.unpack_from(data, pos)
+    v_cluster_authorized_operations_6, tag_count0 = _S20.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2865,13 +2730,13 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S19.pack(e_3.node_id, 1, e_3.port)
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S15.pack(e_3.node_id, u_6)
+                out += _S20.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -2909,7 +2774,7 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S23.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
+            out += _S28.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
@@ -2917,12 +2782,12 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out += _S16.pack(e_15.error_code, u_18)
+                out += _S21.pack(e_15.error_code, u_18)
             else:
                 out += _S1.pack(e_15.error_code)
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S24.pack(e_15.topic_id, e_15.is_internal)
+            out += _S29.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -2930,7 +2795,7 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2953,12 +2818,12 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S21.pack(e_15.topic_authorized_operations)
-    out += _S21.pack(m.cluster_authorized_operations)
+        out += _S26.pack(e_15.topic_authorized_operations)
+    out += _S26.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -2974,7 +2839,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S15.unpack_from(data, pos)
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -2989,7 +2854,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S15.unpack_from(data, pos)
+            v_port_11, n1 = _S20.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -3028,7 +2893,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -3044,7 +2909,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S16.unpack_from(data, pos)
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -3059,7 +2924,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 raise DecodeError('non-nullable field Name is null')
-            v_topic_id_16, v_is_internal_17, n1 = _S22.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S27.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -3075,7 +2940,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -3128,7 +2993,7 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -3164,13 +3029,13 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S19.pack(e_3.node_id, 1, e_3.port)
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S15.pack(e_3.node_id, u_6)
+                out += _S20.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -3208,7 +3073,7 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S23.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
+            out += _S28.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
@@ -3216,12 +3081,12 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
             b_17 = x_16.encode()
             u_18 = len(b_17) + 1
             if u_18 < 128:
-                out += _S16.pack(e_15.error_code, u_18)
+                out += _S21.pack(e_15.error_code, u_18)
             else:
                 out += _S1.pack(e_15.error_code)
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S24.pack(e_15.topic_id, e_15.is_internal)
+            out += _S29.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3229,7 +3094,7 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3252,12 +3117,12 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S21.pack(e_15.topic_authorized_operations)
+        out += _S26.pack(e_15.topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, n0 = _S15.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
     if n0 < 128:
         pos += 5
@@ -3273,7 +3138,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, n1 = _S15.unpack_from(data, pos)
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
             if n1 < 128:
                 pos += 5
@@ -3288,7 +3153,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_host_10 = ''
             else:
                 raise DecodeError('non-nullable field Host is null')
-            v_port_11, n1 = _S15.unpack_from(data, pos)
+            v_port_11, n1 = _S20.unpack_from(data, pos)
             v_rack_12: str | None
             if n1 < 128:
                 pos += 5
@@ -3327,7 +3192,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_cluster_id_3 = ''
     else:
         v_cluster_id_3 = None
-    v_controller_id_4, n0 = _S15.unpack_from(data, pos)
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
     if n0 < 128:
         pos += 5
@@ -3343,7 +3208,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, n1 = _S16.unpack_from(data, pos)
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
             if n1 < 128:
                 pos += 3
@@ -3358,7 +3223,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_name_15 = ''
             else:
                 v_name_15 = None
-            v_topic_id_16, v_is_internal_17, n1 = _S22.unpack_from(data, pos)
+            v_topic_id_16, v_is_internal_17, n1 = _S27.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
             if n1 < 128:
                 pos += 18
@@ -3374,7 +3239,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S18.unpack_from(data, pos)
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
                     if n2 < 128:
                         pos += 15
@@ -3427,7 +3292,7 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, tag_count1 = _S15.unpack_from(data, pos)
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 5
             else:
@@ -3463,13 +3328,13 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_2)
     for e_3 in x_1:
         if e_3.host == '':
-            out += _S19.pack(e_3.node_id, 1, e_3.port)
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
             x_4 = e_3.host
             b_5 = x_4.encode()
             u_6 = len(b_5) + 1
             if u_6 < 128:
-                out += _S15.pack(e_3.node_id, u_6)
+                out += _S20.pack(e_3.node_id, u_6)
             else:
                 out += _S0.pack(e_3.node_id)
                 write_uvarint(out, u_6)
@@ -3507,21 +3372,21 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         write_uvarint(out, u_14)
     for e_15 in x_13:
         if e_15.name == '':
-            out += _S23.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
+            out += _S28.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
             x_16 = e_15.name
             if x_16 is None:
-                out += _S25.pack(e_15.error_code)
+                out += _S30.pack(e_15.error_code)
             else:
                 b_17 = x_16.encode()
                 u_18 = len(b_17) + 1
                 if u_18 < 128:
-                    out += _S16.pack(e_15.error_code, u_18)
+                    out += _S21.pack(e_15.error_code, u_18)
                 else:
                     out += _S1.pack(e_15.error_code)
                     write_uvarint(out, u_18)
                 out += b_17
-            out += _S24.pack(e_15.topic_id, e_15.is_internal)
+            out += _S29.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3529,7 +3394,7 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S14.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3552,5 +3417,5 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S21.pack(e_15.topic_authorized_operations)
+        out += _S26.pack(e_15.topic_authorized_operations)
     out.append(0)

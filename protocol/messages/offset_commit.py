@@ -12,20 +12,23 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 ZERO_UUID = bytes(16)
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>iq')
-_S3 = Struct('>iqq')
-_S4 = Struct('>q')
-_S5 = Struct('>iqi')
-_S6 = Struct('>iB')
-_S7 = Struct('>iqiB')
-_S8 = Struct('>iqiBB')
-_S9 = Struct('>iqiBx')
-_S10 = Struct('>iqix')
-_S11 = Struct('>16sB')
-_S12 = Struct('>16s')
-_S13 = Struct('>ih')
-_S14 = Struct('>ihB')
-_S15 = Struct('>ihx')
+_S2 = Struct('>iqh')
+_S3 = Struct('>ih')
+_S4 = Struct('>iqqh')
+_S5 = Struct('>qi')
+_S6 = Struct('>q')
+_S7 = Struct('>iqih')
+_S8 = Struct('>iB')
+_S9 = Struct('>iqiB')
+_S10 = Struct('>iqiBB')
+_S11 = Struct('>iqiBx')
+_S12 = Struct('>iqix')
+_S13 = Struct('>iqi')
+_S14 = Struct('>16sB')
+_S15 = Struct('>16s')
+_S16 = Struct('>ii')
+_S17 = Struct('>ihB')
+_S18 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -116,11 +119,9 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -152,13 +153,12 @@ def encode_offset_commit_request_v0(m: OffsetCommitRequest, out: bytearray) -> N
         for e_8 in x_7:
             if e_8.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 0')
-            out += _S2.pack(e_8.partition_index, e_8.committed_offset)
             x_9 = e_8.committed_metadata
             if x_9 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_8.partition_index, e_8.committed_offset, -1)
             else:
                 b_10 = x_9.encode()
-                out += _S0.pack(len(b_10))
+                out += _S2.pack(e_8.partition_index, e_8.committed_offset, len(b_10))
                 out += b_10
 
 
@@ -173,11 +173,9 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -217,11 +215,9 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_commit_timestamp_15 = _S3.unpack_from(data, pos)
-                    pos += 20
+                    v_partition_index_12, v_committed_offset_13, v_commit_timestamp_15, n2 = _S4.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 22
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -241,10 +237,9 @@ def encode_offset_commit_request_v1(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.topics
     out += _S1.pack(len(x_5))
@@ -256,13 +251,12 @@ def encode_offset_commit_request_v1(m: OffsetCommitRequest, out: bytearray) -> N
         x_9 = e_6.partitions
         out += _S1.pack(len(x_9))
         for e_10 in x_9:
-            out += _S3.pack(e_10.partition_index, e_10.committed_offset, e_10.commit_timestamp)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.commit_timestamp, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.commit_timestamp, len(b_12))
                 out += b_12
 
 
@@ -277,11 +271,9 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -289,11 +281,9 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
         v_member_id_3 = ''
     else:
         raise DecodeError('non-nullable field MemberId is null')
-    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
-    pos += 8
+    v_retention_time_ms_5, n0 = _S5.unpack_from(data, pos)
     v_topics_6: list[OffsetCommitRequestTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 12
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -323,11 +313,9 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -347,12 +335,11 @@ def encode_offset_commit_request_v2(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
-    out += _S4.pack(m.retention_time_ms)
+    out += _S6.pack(m.retention_time_ms)
     x_5 = m.topics
     out += _S1.pack(len(x_5))
     for e_6 in x_5:
@@ -365,13 +352,12 @@ def encode_offset_commit_request_v2(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 2')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -386,11 +372,9 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -398,11 +382,9 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
         v_member_id_3 = ''
     else:
         raise DecodeError('non-nullable field MemberId is null')
-    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
-    pos += 8
+    v_retention_time_ms_5, n0 = _S5.unpack_from(data, pos)
     v_topics_6: list[OffsetCommitRequestTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 12
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -432,11 +414,9 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -456,12 +436,11 @@ def encode_offset_commit_request_v3(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
-    out += _S4.pack(m.retention_time_ms)
+    out += _S6.pack(m.retention_time_ms)
     x_5 = m.topics
     out += _S1.pack(len(x_5))
     for e_6 in x_5:
@@ -474,13 +453,12 @@ def encode_offset_commit_request_v3(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 3')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -495,11 +473,9 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -507,11 +483,9 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
         v_member_id_3 = ''
     else:
         raise DecodeError('non-nullable field MemberId is null')
-    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
-    pos += 8
+    v_retention_time_ms_5, n0 = _S5.unpack_from(data, pos)
     v_topics_6: list[OffsetCommitRequestTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 12
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -541,11 +515,9 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -565,12 +537,11 @@ def encode_offset_commit_request_v4(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
-    out += _S4.pack(m.retention_time_ms)
+    out += _S6.pack(m.retention_time_ms)
     x_5 = m.topics
     out += _S1.pack(len(x_5))
     for e_6 in x_5:
@@ -583,13 +554,12 @@ def encode_offset_commit_request_v4(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 4')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -604,11 +574,9 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -648,11 +616,9 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -672,10 +638,9 @@ def encode_offset_commit_request_v5(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.topics
     out += _S1.pack(len(x_5))
@@ -689,13 +654,12 @@ def encode_offset_commit_request_v5(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 5')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -710,11 +674,9 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -754,11 +716,9 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 18
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -778,10 +738,9 @@ def encode_offset_commit_request_v6(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.topics
     out += _S1.pack(len(x_5))
@@ -795,13 +754,12 @@ def encode_offset_commit_request_v6(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 6')
-            out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S7.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, len(b_12))
                 out += b_12
 
 
@@ -816,11 +774,9 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
     v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
+    pos += 6
     if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -870,11 +826,9 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 18
                     if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -892,10 +846,9 @@ def encode_offset_commit_request_v7(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.group_instance_id
     if x_5 is None:
@@ -916,13 +869,12 @@ def encode_offset_commit_request_v7(m: OffsetCommitRequest, out: bytearray) -> N
         for e_12 in x_11:
             if e_12.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 7')
-            out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
             x_13 = e_12.committed_metadata
             if x_13 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, -1)
             else:
                 b_14 = x_13.encode()
-                out += _S0.pack(len(b_14))
+                out += _S7.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, len(b_14))
                 out += b_14
 
 
@@ -941,7 +893,7 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, n0 = _S8.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
         pos += 5
@@ -1015,12 +967,12 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
                     v_committed_metadata_16: str | None
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S10.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_16 = ''
                         pos += 18
                     else:
-                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S9.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -1076,13 +1028,13 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
         write_uvarint(out, u_3)
     out += b_2
     if m.member_id == '':
-        out += _S6.pack(m.generation_id_or_member_epoch, 1)
+        out += _S8.pack(m.generation_id_or_member_epoch, 1)
     else:
         x_4 = m.member_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+            out += _S8.pack(m.generation_id_or_member_epoch, u_6)
         else:
             out += _S1.pack(m.generation_id_or_member_epoch)
             write_uvarint(out, u_6)
@@ -1123,18 +1075,18 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 8')
             if e_18.committed_metadata == '':
-                out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
+                out += _S11.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
                 x_19 = e_18.committed_metadata
                 if x_19 is None:
-                    out += _S10.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                    out += _S12.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
                     b_20 = x_19.encode()
                     u_21 = len(b_20) + 1
                     if u_21 < 128:
-                        out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                        out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
                     else:
-                        out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        out += _S13.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                         write_uvarint(out, u_21)
                     out += b_20
                 out.append(0)
@@ -1157,7 +1109,7 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, n0 = _S8.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
         pos += 5
@@ -1231,12 +1183,12 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
                     v_committed_metadata_16: str | None
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S10.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_16 = ''
                         pos += 18
                     else:
-                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S9.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -1292,13 +1244,13 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
         write_uvarint(out, u_3)
     out += b_2
     if m.member_id == '':
-        out += _S6.pack(m.generation_id_or_member_epoch, 1)
+        out += _S8.pack(m.generation_id_or_member_epoch, 1)
     else:
         x_4 = m.member_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+            out += _S8.pack(m.generation_id_or_member_epoch, u_6)
         else:
             out += _S1.pack(m.generation_id_or_member_epoch)
             write_uvarint(out, u_6)
@@ -1339,18 +1291,18 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 9')
             if e_18.committed_metadata == '':
-                out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
+                out += _S11.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
                 x_19 = e_18.committed_metadata
                 if x_19 is None:
-                    out += _S10.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                    out += _S12.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
                     b_20 = x_19.encode()
                     u_21 = len(b_20) + 1
                     if u_21 < 128:
-                        out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                        out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
                     else:
-                        out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        out += _S13.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                         write_uvarint(out, u_21)
                     out += b_20
                 out.append(0)
@@ -1373,7 +1325,7 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
         v_group_id_1 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_generation_id_or_member_epoch_2, n0 = _S6.unpack_from(data, pos)
+    v_generation_id_or_member_epoch_2, n0 = _S8.unpack_from(data, pos)
     v_member_id_3: str
     if n0 < 128:
         pos += 5
@@ -1417,7 +1369,7 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
         v_topics_6 = []
         append_7 = v_topics_6.append
         for _ in range(n0):
-            v_topic_id_9, n1 = _S11.unpack_from(data, pos)
+            v_topic_id_9, n1 = _S14.unpack_from(data, pos)
             v_partitions_10: list[OffsetCommitRequestPartition]
             if n1 < 128:
                 pos += 17
@@ -1434,12 +1386,12 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
                     v_committed_metadata_16: str | None
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S10.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_16 = ''
                         pos += 18
                     else:
-                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S9.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -1495,13 +1447,13 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
         write_uvarint(out, u_3)
     out += b_2
     if m.member_id == '':
-        out += _S6.pack(m.generation_id_or_member_epoch, 1)
+        out += _S8.pack(m.generation_id_or_member_epoch, 1)
     else:
         x_4 = m.member_id
         b_5 = x_4.encode()
         u_6 = len(b_5) + 1
         if u_6 < 128:
-            out += _S6.pack(m.generation_id_or_member_epoch, u_6)
+            out += _S8.pack(m.generation_id_or_member_epoch, u_6)
         else:
             out += _S1.pack(m.generation_id_or_member_epoch)
             write_uvarint(out, u_6)
@@ -1524,7 +1476,7 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_11)
     for e_12 in x_10:
-        out += _S12.pack(e_12.topic_id)
+        out += _S15.pack(e_12.topic_id)
         x_13 = e_12.partitions
         u_14 = len(x_13) + 1
         if u_14 < 128:
@@ -1535,18 +1487,18 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
             if e_15.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 10')
             if e_15.committed_metadata == '':
-                out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1)
+                out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1)
             else:
                 x_16 = e_15.committed_metadata
                 if x_16 is None:
-                    out += _S10.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                    out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 else:
                     b_17 = x_16.encode()
                     u_18 = len(b_17) + 1
                     if u_18 < 128:
-                        out += _S7.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                        out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
                     else:
-                        out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                        out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                         write_uvarint(out, u_18)
                     out += b_17
                 out.append(0)
@@ -1587,7 +1539,7 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1605,7 +1557,7 @@ def encode_offset_commit_response_v0(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1641,7 +1593,7 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1659,7 +1611,7 @@ def encode_offset_commit_response_v1(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1695,7 +1647,7 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1713,15 +1665,13 @@ def encode_offset_commit_response_v2(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1751,7 +1701,7 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1770,15 +1720,13 @@ def encode_offset_commit_response_v3(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1808,7 +1756,7 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1827,15 +1775,13 @@ def encode_offset_commit_response_v4(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1865,7 +1811,7 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1884,15 +1830,13 @@ def encode_offset_commit_response_v5(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1922,7 +1866,7 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1941,15 +1885,13 @@ def encode_offset_commit_response_v6(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1979,7 +1921,7 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1998,11 +1940,11 @@ def encode_offset_commit_response_v7(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2047,7 +1989,7 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2105,13 +2047,13 @@ def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S15.pack(e_9.partition_index, e_9.error_code)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2156,7 +2098,7 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2214,13 +2156,13 @@ def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S15.pack(e_9.partition_index, e_9.error_code)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -2236,7 +2178,7 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, n1 = _S11.unpack_from(data, pos)
+            v_topic_id_5, n1 = _S14.unpack_from(data, pos)
             v_partitions_6: list[OffsetCommitResponsePartition]
             if n1 < 128:
                 pos += 17
@@ -2252,7 +2194,7 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S14.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -2295,7 +2237,7 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S12.pack(e_3.topic_id)
+        out += _S15.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2303,6 +2245,6 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S15.pack(e_6.partition_index, e_6.error_code)
+            out += _S18.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

@@ -11,8 +11,9 @@ from protocol.primitives import DecodeError
 
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>hi')
+_S2 = Struct('>hii')
 _S3 = Struct('>ih')
+_S4 = Struct('>hi')
 
 
 @dataclass(slots=True)
@@ -120,11 +121,9 @@ def encode_offset_delete_request_v0(m: OffsetDeleteRequest, out: bytearray) -> N
 
 
 def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDeleteResponse, int]:
-    v_error_code_1, v_throttle_time_ms_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_error_code_1, v_throttle_time_ms_2, n0 = _S2.unpack_from(data, pos)
     v_topics_3: list[OffsetDeleteResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -162,7 +161,7 @@ def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDelet
 
 
 def encode_offset_delete_response_v0(m: OffsetDeleteResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code, m.throttle_time_ms)
+    out += _S4.pack(m.error_code, m.throttle_time_ms)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:

@@ -17,14 +17,16 @@ _S3 = Struct('>?x')
 _S4 = Struct('>iB')
 _S5 = Struct('>16sB')
 _S6 = Struct('>16s')
-_S7 = Struct('>iq')
-_S8 = Struct('>iqi')
-_S9 = Struct('>iqiB')
-_S10 = Struct('>hB')
-_S11 = Struct('>iqiBhB')
-_S12 = Struct('>iqiBhx')
-_S13 = Struct('>iqix')
-_S14 = Struct('>hx')
+_S7 = Struct('>iqh')
+_S8 = Struct('>ii')
+_S9 = Struct('>iqih')
+_S10 = Struct('>iqiB')
+_S11 = Struct('>hB')
+_S12 = Struct('>iqiBhB')
+_S13 = Struct('>iqiBhx')
+_S14 = Struct('>iqix')
+_S15 = Struct('>iqi')
+_S16 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -1302,11 +1304,9 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -1334,13 +1334,12 @@ def encode_offset_fetch_response_v0(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
 
@@ -1378,11 +1377,9 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -1410,13 +1407,12 @@ def encode_offset_fetch_response_v1(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
 
@@ -1454,11 +1450,9 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -1488,24 +1482,21 @@ def encode_offset_fetch_response_v2(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1535,11 +1526,9 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -1570,24 +1559,21 @@ def encode_offset_fetch_response_v3(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1617,11 +1603,9 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S7.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -1652,24 +1636,21 @@ def encode_offset_fetch_response_v4(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1699,11 +1680,9 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S8.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 18
                     if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -1734,13 +1713,12 @@ def encode_offset_fetch_response_v5(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S8.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S9.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S9.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
@@ -1793,12 +1771,12 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
                     v_metadata_12: str | None
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S12.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_metadata_12 = ''
                         pos += 20
                     else:
-                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
+                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S10.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -1812,7 +1790,7 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                             v_metadata_12 = ''
                         else:
                             v_metadata_12 = None
-                        v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
+                        v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
                         if tag_count2 == 0:
                             pos += 3
                         else:
@@ -1834,7 +1812,7 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
-    v_error_code_3, tag_count0 = _S10.unpack_from(data, pos)
+    v_error_code_3, tag_count0 = _S11.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
     else:
@@ -1875,23 +1853,23 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.metadata == '':
-                out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
+                out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
                 x_10 = e_9.metadata
                 if x_10 is None:
-                    out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                    out += _S14.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
                     b_11 = x_10.encode()
                     u_12 = len(b_11) + 1
                     if u_12 < 128:
-                        out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                        out += _S10.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
                     else:
-                        out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                        out += _S15.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                         write_uvarint(out, u_12)
                     out += b_11
-                out += _S14.pack(e_9.error_code)
+                out += _S16.pack(e_9.error_code)
         out.append(0)
-    out += _S14.pack(m.error_code)
+    out += _S16.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1941,12 +1919,12 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
                     v_metadata_12: str | None
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S12.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_metadata_12 = ''
                         pos += 20
                     else:
-                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
+                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S10.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -1960,7 +1938,7 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                             v_metadata_12 = ''
                         else:
                             v_metadata_12 = None
-                        v_error_code_13, tag_count2 = _S10.unpack_from(data, pos)
+                        v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
                         if tag_count2 == 0:
                             pos += 3
                         else:
@@ -1982,7 +1960,7 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
-    v_error_code_3, tag_count0 = _S10.unpack_from(data, pos)
+    v_error_code_3, tag_count0 = _S11.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 3
     else:
@@ -2023,23 +2001,23 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
             write_uvarint(out, u_8)
         for e_9 in x_7:
             if e_9.metadata == '':
-                out += _S12.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
+                out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
                 x_10 = e_9.metadata
                 if x_10 is None:
-                    out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                    out += _S14.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
                     b_11 = x_10.encode()
                     u_12 = len(b_11) + 1
                     if u_12 < 128:
-                        out += _S9.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                        out += _S10.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
                     else:
-                        out += _S8.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                        out += _S15.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                         write_uvarint(out, u_12)
                     out += b_11
-                out += _S14.pack(e_9.error_code)
+                out += _S16.pack(e_9.error_code)
         out.append(0)
-    out += _S14.pack(m.error_code)
+    out += _S16.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -2118,12 +2096,12 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
                             v_metadata_17: str | None
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S12.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_metadata_17 = ''
                                 pos += 20
                             else:
-                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S10.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 17
                                 else:
@@ -2137,7 +2115,7 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                                     v_metadata_17 = ''
                                 else:
                                     v_metadata_17 = None
-                                v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                                v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 3
                                 else:
@@ -2159,7 +2137,7 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
-            v_error_code_8, tag_count1 = _S10.unpack_from(data, pos)
+            v_error_code_8, tag_count1 = _S11.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
             else:
@@ -2225,23 +2203,23 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
                 write_uvarint(out, u_14)
             for e_15 in x_13:
                 if e_15.metadata == '':
-                    out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
+                    out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
                     x_16 = e_15.metadata
                     if x_16 is None:
-                        out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                        out += _S14.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
                         b_17 = x_16.encode()
                         u_18 = len(b_17) + 1
                         if u_18 < 128:
-                            out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                            out += _S10.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
                         else:
-                            out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                            out += _S15.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                             write_uvarint(out, u_18)
                         out += b_17
-                    out += _S14.pack(e_15.error_code)
+                    out += _S16.pack(e_15.error_code)
             out.append(0)
-        out += _S14.pack(e_3.error_code)
+        out += _S16.pack(e_3.error_code)
     out.append(0)
 
 
@@ -2321,12 +2299,12 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
                             v_metadata_17: str | None
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S12.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_metadata_17 = ''
                                 pos += 20
                             else:
-                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S10.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 17
                                 else:
@@ -2340,7 +2318,7 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                                     v_metadata_17 = ''
                                 else:
                                     v_metadata_17 = None
-                                v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                                v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 3
                                 else:
@@ -2362,7 +2340,7 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
-            v_error_code_8, tag_count1 = _S10.unpack_from(data, pos)
+            v_error_code_8, tag_count1 = _S11.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
             else:
@@ -2428,23 +2406,23 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
                 write_uvarint(out, u_14)
             for e_15 in x_13:
                 if e_15.metadata == '':
-                    out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
+                    out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
                     x_16 = e_15.metadata
                     if x_16 is None:
-                        out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                        out += _S14.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
                         b_17 = x_16.encode()
                         u_18 = len(b_17) + 1
                         if u_18 < 128:
-                            out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                            out += _S10.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
                         else:
-                            out += _S8.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                            out += _S15.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                             write_uvarint(out, u_18)
                         out += b_17
-                    out += _S14.pack(e_15.error_code)
+                    out += _S16.pack(e_15.error_code)
             out.append(0)
-        out += _S14.pack(e_3.error_code)
+        out += _S16.pack(e_3.error_code)
     out.append(0)
 
 
@@ -2511,12 +2489,12 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
                             v_metadata_17: str | None
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S12.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_metadata_17 = ''
                                 pos += 20
                             else:
-                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S9.unpack_from(data, pos)
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S10.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 17
                                 else:
@@ -2530,7 +2508,7 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                                     v_metadata_17 = ''
                                 else:
                                     v_metadata_17 = None
-                                v_error_code_18, tag_count3 = _S10.unpack_from(data, pos)
+                                v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 3
                                 else:
@@ -2552,7 +2530,7 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics('', v_topic_id_11, v_partitions_12))
-            v_error_code_8, tag_count1 = _S10.unpack_from(data, pos)
+            v_error_code_8, tag_count1 = _S11.unpack_from(data, pos)
             if tag_count1 == 0:
                 pos += 3
             else:
@@ -2611,21 +2589,21 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.metadata == '':
-                    out += _S12.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, 1, e_12.error_code)
+                    out += _S13.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, 1, e_12.error_code)
                 else:
                     x_13 = e_12.metadata
                     if x_13 is None:
-                        out += _S13.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+                        out += _S14.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                     else:
                         b_14 = x_13.encode()
                         u_15 = len(b_14) + 1
                         if u_15 < 128:
-                            out += _S9.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, u_15)
+                            out += _S10.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, u_15)
                         else:
-                            out += _S8.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+                            out += _S15.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                             write_uvarint(out, u_15)
                         out += b_14
-                    out += _S14.pack(e_12.error_code)
+                    out += _S16.pack(e_12.error_code)
             out.append(0)
-        out += _S14.pack(e_3.error_code)
+        out += _S16.pack(e_3.error_code)
     out.append(0)

@@ -12,12 +12,13 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>iii')
-_S3 = Struct('>iB')
-_S4 = Struct('>iiiB')
-_S5 = Struct('>iiix')
-_S6 = Struct('>hiiq')
-_S7 = Struct('>hiiqB')
-_S8 = Struct('>hiiqx')
+_S3 = Struct('>ii')
+_S4 = Struct('>iB')
+_S5 = Struct('>iiiB')
+_S6 = Struct('>iiix')
+_S7 = Struct('>hiiq')
+_S8 = Struct('>hiiqB')
+_S9 = Struct('>hiiqx')
 
 
 @dataclass(slots=True)
@@ -114,11 +115,9 @@ def encode_offset_for_leader_epoch_request_v2(m: OffsetForLeaderEpochRequest, ou
 
 
 def decode_offset_for_leader_epoch_request_v3(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    v_replica_id_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_replica_id_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -171,7 +170,7 @@ def encode_offset_for_leader_epoch_request_v3(m: OffsetForLeaderEpochRequest, ou
 
 
 def decode_offset_for_leader_epoch_request_v4(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    v_replica_id_1, n0 = _S3.unpack_from(data, pos)
+    v_replica_id_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopic]
     if n0 < 128:
         pos += 5
@@ -216,7 +215,7 @@ def decode_offset_for_leader_epoch_request_v4(data: bytes, pos: int) -> tuple[Of
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_7, v_current_leader_epoch_8, v_leader_epoch_9, tag_count2 = _S4.unpack_from(data, pos)
+                    v_partition_7, v_current_leader_epoch_8, v_leader_epoch_9, tag_count2 = _S5.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 13
                     else:
@@ -274,17 +273,15 @@ def encode_offset_for_leader_epoch_request_v4(m: OffsetForLeaderEpochRequest, ou
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S5.pack(e_9.partition, e_9.current_leader_epoch, e_9.leader_epoch)
+            out += _S6.pack(e_9.partition, e_9.current_leader_epoch, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_for_leader_epoch_response_v2(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -314,7 +311,7 @@ def decode_offset_for_leader_epoch_response_v2(data: bytes, pos: int) -> tuple[O
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S6.unpack_from(data, pos)
+                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S7.unpack_from(data, pos)
                     pos += 18
                     append_6(EpochEndOffset(v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10))
             append_3(OffsetForLeaderTopicResult(v_topic_4, v_partitions_5))
@@ -333,15 +330,13 @@ def encode_offset_for_leader_epoch_response_v2(m: OffsetForLeaderEpochResponse, 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
+            out += _S7.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
 
 
 def decode_offset_for_leader_epoch_response_v3(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -371,7 +366,7 @@ def decode_offset_for_leader_epoch_response_v3(data: bytes, pos: int) -> tuple[O
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S6.unpack_from(data, pos)
+                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S7.unpack_from(data, pos)
                     pos += 18
                     append_6(EpochEndOffset(v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10))
             append_3(OffsetForLeaderTopicResult(v_topic_4, v_partitions_5))
@@ -390,11 +385,11 @@ def encode_offset_for_leader_epoch_response_v3(m: OffsetForLeaderEpochResponse, 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S6.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
+            out += _S7.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
 
 
 def decode_offset_for_leader_epoch_response_v4(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopicResult]
     if n0 < 128:
         pos += 5
@@ -439,7 +434,7 @@ def decode_offset_for_leader_epoch_response_v4(data: bytes, pos: int) -> tuple[O
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10, tag_count2 = _S7.unpack_from(data, pos)
+                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10, tag_count2 = _S8.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 19
                     else:
@@ -497,6 +492,6 @@ def encode_offset_for_leader_epoch_response_v4(m: OffsetForLeaderEpochResponse, 
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S8.pack(e_9.error_code, e_9.partition, e_9.leader_epoch, e_9.end_offset)
+            out += _S9.pack(e_9.error_code, e_9.partition, e_9.leader_epoch, e_9.end_offset)
         out.append(0)
     out.append(0)

@@ -10,23 +10,27 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>hi')
-_S1 = Struct('>i')
-_S2 = Struct('>h')
-_S3 = Struct('>hiB')
-_S4 = Struct('>iB')
-_S5 = Struct('>ix')
-_S6 = Struct('>16sB')
-_S7 = Struct('>16s')
-_S8 = Struct('>ihq')
-_S9 = Struct('>ihqq')
-_S10 = Struct('>ihqqq')
-_S11 = Struct('>ihqqqB')
-_S12 = Struct('>iBB')
-_S13 = Struct('>iBx')
-_S14 = Struct('>iiB')
-_S15 = Struct('>iix')
-_S16 = Struct('>iBi')
+_S0 = Struct('>hii')
+_S1 = Struct('>h')
+_S2 = Struct('>i')
+_S3 = Struct('>ii')
+_S4 = Struct('>hi')
+_S5 = Struct('>hiB')
+_S6 = Struct('>iB')
+_S7 = Struct('>ix')
+_S8 = Struct('>16sB')
+_S9 = Struct('>16s')
+_S10 = Struct('>ihq')
+_S11 = Struct('>ihqq')
+_S12 = Struct('>ihqqq')
+_S13 = Struct('>ihqqqi')
+_S14 = Struct('>ih')
+_S15 = Struct('>ihqqqB')
+_S16 = Struct('>iBB')
+_S17 = Struct('>iBx')
+_S18 = Struct('>iiB')
+_S19 = Struct('>iix')
+_S20 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -97,11 +101,9 @@ class ProduceResponse:
 
 
 def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -111,7 +113,7 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -121,7 +123,7 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -131,11 +133,9 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -149,32 +149,29 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
 def encode_produce_request_v0(m: ProduceRequest, out: bytearray) -> None:
     if m.transactional_id is not None:
         raise ValueError('attempted to write a non-default TransactionalId at version 0')
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_1 = m.topic_data
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_data
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S1.pack(e_6.index)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_6.index, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S3.pack(e_6.index, len(x_7))
                 out += x_7
 
 
 def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -184,7 +181,7 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -194,7 +191,7 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -204,11 +201,9 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -222,32 +217,29 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
 def encode_produce_request_v1(m: ProduceRequest, out: bytearray) -> None:
     if m.transactional_id is not None:
         raise ValueError('attempted to write a non-default TransactionalId at version 1')
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_1 = m.topic_data
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_data
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S1.pack(e_6.index)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_6.index, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S3.pack(e_6.index, len(x_7))
                 out += x_7
 
 
 def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -257,7 +249,7 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -267,7 +259,7 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -277,11 +269,9 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -295,29 +285,28 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
 def encode_produce_request_v2(m: ProduceRequest, out: bytearray) -> None:
     if m.transactional_id is not None:
         raise ValueError('attempted to write a non-default TransactionalId at version 2')
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_1 = m.topic_data
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_data
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S1.pack(e_6.index)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_6.index, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S3.pack(e_6.index, len(x_7))
                 out += x_7
 
 
 def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
@@ -326,11 +315,9 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -340,7 +327,7 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -350,7 +337,7 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -360,11 +347,9 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -381,31 +366,30 @@ def encode_produce_request_v3(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
@@ -414,11 +398,9 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -428,7 +410,7 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -438,7 +420,7 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -448,11 +430,9 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -469,31 +449,30 @@ def encode_produce_request_v4(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
@@ -502,11 +481,9 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -516,7 +493,7 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -526,7 +503,7 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -536,11 +513,9 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -557,31 +532,30 @@ def encode_produce_request_v5(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
@@ -590,11 +564,9 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -604,7 +576,7 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -614,7 +586,7 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -624,11 +596,9 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -645,31 +615,30 @@ def encode_produce_request_v6(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
@@ -678,11 +647,9 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -692,7 +659,7 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -702,7 +669,7 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -712,11 +679,9 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -733,31 +698,30 @@ def encode_produce_request_v7(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
     if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
@@ -766,11 +730,9 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -780,7 +742,7 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
@@ -790,7 +752,7 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -800,11 +762,9 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -821,25 +781,24 @@ def encode_produce_request_v8(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
@@ -858,7 +817,7 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
         pos += 7
@@ -903,7 +862,7 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, n2 = _S4.unpack_from(data, pos)
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -960,7 +919,7 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -985,13 +944,13 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         for e_12 in x_10:
             x_13 = e_12.records
             if x_13 is None:
-                out += _S5.pack(e_12.index)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out += _S4.pack(e_12.index, u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
-                    out += _S1.pack(e_12.index)
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1014,7 +973,7 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
         pos += 7
@@ -1059,7 +1018,7 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, n2 = _S4.unpack_from(data, pos)
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -1116,7 +1075,7 @@ def encode_produce_request_v10(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1141,13 +1100,13 @@ def encode_produce_request_v10(m: ProduceRequest, out: bytearray) -> None:
         for e_12 in x_10:
             x_13 = e_12.records
             if x_13 is None:
-                out += _S5.pack(e_12.index)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out += _S4.pack(e_12.index, u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
-                    out += _S1.pack(e_12.index)
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1170,7 +1129,7 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
         pos += 7
@@ -1215,7 +1174,7 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, n2 = _S4.unpack_from(data, pos)
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -1272,7 +1231,7 @@ def encode_produce_request_v11(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1297,13 +1256,13 @@ def encode_produce_request_v11(m: ProduceRequest, out: bytearray) -> None:
         for e_12 in x_10:
             x_13 = e_12.records
             if x_13 is None:
-                out += _S5.pack(e_12.index)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out += _S4.pack(e_12.index, u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
-                    out += _S1.pack(e_12.index)
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1326,7 +1285,7 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
         pos += 7
@@ -1371,7 +1330,7 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, n2 = _S4.unpack_from(data, pos)
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -1428,7 +1387,7 @@ def encode_produce_request_v12(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1453,13 +1412,13 @@ def encode_produce_request_v12(m: ProduceRequest, out: bytearray) -> None:
         for e_12 in x_10:
             x_13 = e_12.records
             if x_13 is None:
-                out += _S5.pack(e_12.index)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out += _S4.pack(e_12.index, u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
-                    out += _S1.pack(e_12.index)
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1482,7 +1441,7 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
         v_transactional_id_1 = ''
     else:
         v_transactional_id_1 = None
-    v_acks_2, v_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
     if n0 < 128:
         pos += 7
@@ -1498,7 +1457,7 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
         v_topic_data_4 = []
         append_5 = v_topic_data_4.append
         for _ in range(n0):
-            v_topic_id_7, n1 = _S6.unpack_from(data, pos)
+            v_topic_id_7, n1 = _S8.unpack_from(data, pos)
             v_partition_data_8: list[PartitionProduceData]
             if n1 < 128:
                 pos += 17
@@ -1514,7 +1473,7 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, n2 = _S4.unpack_from(data, pos)
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
                     if n2 < 128:
                         pos += 5
@@ -1571,7 +1530,7 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1579,7 +1538,7 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S7.pack(e_6.topic_id)
+        out += _S9.pack(e_6.topic_id)
         x_7 = e_6.partition_data
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1589,13 +1548,13 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
         for e_9 in x_7:
             x_10 = e_9.records
             if x_10 is None:
-                out += _S5.pack(e_9.index)
+                out += _S7.pack(e_9.index)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out += _S4.pack(e_9.index, u_11)
+                    out += _S6.pack(e_9.index, u_11)
                 else:
-                    out += _S1.pack(e_9.index)
+                    out += _S2.pack(e_9.index)
                     write_uvarint(out, u_11)
                 out += x_10
             out.append(0)
@@ -1605,7 +1564,7 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
 
 def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1616,7 +1575,7 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -1626,7 +1585,7 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1636,7 +1595,7 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S8.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S10.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1647,23 +1606,23 @@ def encode_produce_response_v0(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 0')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 0')
-            out += _S8.pack(e_6.index, e_6.error_code, e_6.base_offset)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset)
 
 
 def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1674,7 +1633,7 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -1684,7 +1643,7 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1694,11 +1653,11 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S8.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S10.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1707,24 +1666,24 @@ def encode_produce_response_v1(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 1')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 1')
-            out += _S8.pack(e_6.index, e_6.error_code, e_6.base_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1735,7 +1694,7 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -1745,7 +1704,7 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1755,11 +1714,11 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S9.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S11.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1768,24 +1727,24 @@ def encode_produce_response_v2(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 2')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 2')
-            out += _S9.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S11.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1796,7 +1755,7 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -1806,7 +1765,7 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1816,11 +1775,11 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S9.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S11.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1829,24 +1788,24 @@ def encode_produce_response_v3(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 3')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 3')
-            out += _S9.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S11.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1857,7 +1816,7 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -1867,7 +1826,7 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1877,11 +1836,11 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S9.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S11.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1890,24 +1849,24 @@ def encode_produce_response_v4(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 4')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 4')
-            out += _S9.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S11.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1918,7 +1877,7 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -1928,7 +1887,7 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1938,11 +1897,11 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S12.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1951,24 +1910,24 @@ def encode_produce_response_v5(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 5')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 5')
-            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1979,7 +1938,7 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -1989,7 +1948,7 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1999,11 +1958,11 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S12.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -2012,24 +1971,24 @@ def encode_produce_response_v6(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 6')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 6')
-            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -2040,7 +1999,7 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -2050,7 +2009,7 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -2060,11 +2019,11 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S12.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -2073,24 +2032,24 @@ def encode_produce_response_v7(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 7')
-            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -2101,7 +2060,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
             if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
@@ -2111,7 +2070,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -2121,11 +2080,9 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S10.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S13.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         raise DecodeError('non-nullable field RecordErrors is null')
                     elif n2 > len(data) - pos:
@@ -2134,11 +2091,9 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
+                            v_batch_index_18, n3 = _S14.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            n3, = _S2.unpack_from(data, pos)
-                            pos += 2
+                            pos += 6
                             if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
@@ -2148,7 +2103,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                                 v_batch_index_error_message_19 = None
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 2
                     if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
@@ -2159,7 +2114,7 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_error_message_15 = None
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -2168,37 +2123,36 @@ def encode_produce_response_v8(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 8')
-            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
-            out += _S1.pack(len(x_7))
+            out += _S2.pack(len(x_7))
             for e_8 in x_7:
-                out += _S1.pack(e_8.batch_index)
                 x_9 = e_8.batch_index_error_message
                 if x_9 is None:
-                    out += b'\xff\xff'
+                    out += _S14.pack(e_8.batch_index, -1)
                 else:
                     b_10 = x_9.encode()
-                    out += _S2.pack(len(b_10))
+                    out += _S14.pack(e_8.batch_index, len(b_10))
                     out += b_10
             x_11 = e_6.error_message
             if x_11 is None:
                 out += b'\xff\xff'
             else:
                 b_12 = x_11.encode()
-                out += _S2.pack(len(b_12))
+                out += _S1.pack(len(b_12))
                 out += b_12
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -2246,7 +2200,7 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     if n2 < 128:
                         pos += 31
@@ -2263,12 +2217,12 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
                             v_batch_index_error_message_19: str | None
-                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
                                 pos += 6
                             else:
-                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 5
                                 else:
@@ -2326,7 +2280,7 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2367,7 +2321,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
         for e_9 in x_7:
             if (e_9.current_leader.leader_id != -1) or (e_9.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 9')
-            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2376,18 +2330,18 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S13.pack(e_12.batch_index, 1)
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
-                        out += _S5.pack(e_12.batch_index)
+                        out += _S7.pack(e_12.batch_index)
                     else:
                         b_14 = x_13.encode()
                         u_15 = len(b_14) + 1
                         if u_15 < 128:
-                            out += _S4.pack(e_12.batch_index, u_15)
+                            out += _S6.pack(e_12.batch_index, u_15)
                         else:
-                            out += _S1.pack(e_12.batch_index)
+                            out += _S2.pack(e_12.batch_index)
                             write_uvarint(out, u_15)
                         out += b_14
                     out.append(0)
@@ -2404,7 +2358,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
                 out += b_17
             out.append(0)
         out.append(0)
-    out += _S5.pack(m.throttle_time_ms)
+    out += _S7.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -2452,7 +2406,7 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     if n2 < 128:
                         pos += 31
@@ -2469,12 +2423,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
                             v_batch_index_error_message_19: str | None
-                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
                                 pos += 6
                             else:
-                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 5
                                 else:
@@ -2522,7 +2476,7 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -2547,7 +2501,7 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
     v_node_endpoints_3: list[NodeEndpoint] = []
-    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2572,7 +2526,7 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
                         if n1 < 128:
                             pos += 5
@@ -2587,7 +2541,7 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             v_host_24 = ''
                         else:
                             raise DecodeError('non-nullable field Host is null')
-                        v_port_25, n1 = _S4.unpack_from(data, pos)
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
                             pos += 5
@@ -2639,7 +2593,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2648,18 +2602,18 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S13.pack(e_12.batch_index, 1)
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
-                        out += _S5.pack(e_12.batch_index)
+                        out += _S7.pack(e_12.batch_index)
                     else:
                         b_14 = x_13.encode()
                         u_15 = len(b_14) + 1
                         if u_15 < 128:
-                            out += _S4.pack(e_12.batch_index, u_15)
+                            out += _S6.pack(e_12.batch_index, u_15)
                         else:
-                            out += _S1.pack(e_12.batch_index)
+                            out += _S2.pack(e_12.batch_index)
                             write_uvarint(out, u_15)
                         out += b_14
                     out.append(0)
@@ -2680,11 +2634,11 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S15.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S19.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -2698,18 +2652,18 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
             if e_23.host == '':
-                tagbuf0 += _S16.pack(e_23.node_id, 1, e_23.port)
+                tagbuf0 += _S20.pack(e_23.node_id, 1, e_23.port)
             else:
                 x_24 = e_23.host
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0 += _S4.pack(e_23.node_id, u_26)
+                    tagbuf0 += _S6.pack(e_23.node_id, u_26)
                 else:
-                    tagbuf0 += _S1.pack(e_23.node_id)
+                    tagbuf0 += _S2.pack(e_23.node_id)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
-                tagbuf0 += _S1.pack(e_23.port)
+                tagbuf0 += _S2.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
                 tagbuf0.append(0)
@@ -2771,7 +2725,7 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     if n2 < 128:
                         pos += 31
@@ -2788,12 +2742,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
                             v_batch_index_error_message_19: str | None
-                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
                                 pos += 6
                             else:
-                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 5
                                 else:
@@ -2841,7 +2795,7 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -2866,7 +2820,7 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
     v_node_endpoints_3: list[NodeEndpoint] = []
-    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -2891,7 +2845,7 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
                         if n1 < 128:
                             pos += 5
@@ -2906,7 +2860,7 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             v_host_24 = ''
                         else:
                             raise DecodeError('non-nullable field Host is null')
-                        v_port_25, n1 = _S4.unpack_from(data, pos)
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
                             pos += 5
@@ -2958,7 +2912,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2967,18 +2921,18 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S13.pack(e_12.batch_index, 1)
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
-                        out += _S5.pack(e_12.batch_index)
+                        out += _S7.pack(e_12.batch_index)
                     else:
                         b_14 = x_13.encode()
                         u_15 = len(b_14) + 1
                         if u_15 < 128:
-                            out += _S4.pack(e_12.batch_index, u_15)
+                            out += _S6.pack(e_12.batch_index, u_15)
                         else:
-                            out += _S1.pack(e_12.batch_index)
+                            out += _S2.pack(e_12.batch_index)
                             write_uvarint(out, u_15)
                         out += b_14
                     out.append(0)
@@ -2999,11 +2953,11 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S15.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S19.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -3017,18 +2971,18 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
             if e_23.host == '':
-                tagbuf0 += _S16.pack(e_23.node_id, 1, e_23.port)
+                tagbuf0 += _S20.pack(e_23.node_id, 1, e_23.port)
             else:
                 x_24 = e_23.host
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0 += _S4.pack(e_23.node_id, u_26)
+                    tagbuf0 += _S6.pack(e_23.node_id, u_26)
                 else:
-                    tagbuf0 += _S1.pack(e_23.node_id)
+                    tagbuf0 += _S2.pack(e_23.node_id)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
-                tagbuf0 += _S1.pack(e_23.port)
+                tagbuf0 += _S2.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
                 tagbuf0.append(0)
@@ -3090,7 +3044,7 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     if n2 < 128:
                         pos += 31
@@ -3107,12 +3061,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
                             v_batch_index_error_message_19: str | None
-                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
                                 pos += 6
                             else:
-                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 5
                                 else:
@@ -3160,7 +3114,7 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -3185,7 +3139,7 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
     v_node_endpoints_3: list[NodeEndpoint] = []
-    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -3210,7 +3164,7 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
                         if n1 < 128:
                             pos += 5
@@ -3225,7 +3179,7 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             v_host_24 = ''
                         else:
                             raise DecodeError('non-nullable field Host is null')
-                        v_port_25, n1 = _S4.unpack_from(data, pos)
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
                             pos += 5
@@ -3277,7 +3231,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S10.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -3286,18 +3240,18 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
                 if e_12.batch_index_error_message == '':
-                    out += _S13.pack(e_12.batch_index, 1)
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
                     x_13 = e_12.batch_index_error_message
                     if x_13 is None:
-                        out += _S5.pack(e_12.batch_index)
+                        out += _S7.pack(e_12.batch_index)
                     else:
                         b_14 = x_13.encode()
                         u_15 = len(b_14) + 1
                         if u_15 < 128:
-                            out += _S4.pack(e_12.batch_index, u_15)
+                            out += _S6.pack(e_12.batch_index, u_15)
                         else:
-                            out += _S1.pack(e_12.batch_index)
+                            out += _S2.pack(e_12.batch_index)
                             write_uvarint(out, u_15)
                         out += b_14
                     out.append(0)
@@ -3318,11 +3272,11 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S15.pack(s_20.leader_id, s_20.leader_epoch)
+                tagbuf2 += _S19.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -3336,18 +3290,18 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
             if e_23.host == '':
-                tagbuf0 += _S16.pack(e_23.node_id, 1, e_23.port)
+                tagbuf0 += _S20.pack(e_23.node_id, 1, e_23.port)
             else:
                 x_24 = e_23.host
                 b_25 = x_24.encode()
                 u_26 = len(b_25) + 1
                 if u_26 < 128:
-                    tagbuf0 += _S4.pack(e_23.node_id, u_26)
+                    tagbuf0 += _S6.pack(e_23.node_id, u_26)
                 else:
-                    tagbuf0 += _S1.pack(e_23.node_id)
+                    tagbuf0 += _S2.pack(e_23.node_id)
                     write_uvarint(tagbuf0, u_26)
                 tagbuf0 += b_25
-                tagbuf0 += _S1.pack(e_23.port)
+                tagbuf0 += _S2.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
                 tagbuf0.append(0)
@@ -3380,7 +3334,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
         v_responses_1 = []
         append_4 = v_responses_1.append
         for _ in range(n0):
-            v_topic_id_6, n1 = _S6.unpack_from(data, pos)
+            v_topic_id_6, n1 = _S8.unpack_from(data, pos)
             v_partition_responses_7: list[PartitionProduceResponse]
             if n1 < 128:
                 pos += 17
@@ -3396,7 +3350,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S11.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
                     if n2 < 128:
                         pos += 31
@@ -3413,12 +3367,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
                             v_batch_index_error_message_19: str | None
-                            v_batch_index_18, n3, tag_count3 = _S12.unpack_from(data, pos)
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
                             if n3 == 1 and tag_count3 == 0:
                                 v_batch_index_error_message_19 = ''
                                 pos += 6
                             else:
-                                v_batch_index_18, n3 = _S4.unpack_from(data, pos)
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
                                 if n3 < 128:
                                     pos += 5
                                 else:
@@ -3466,7 +3420,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S14.unpack_from(data, pos)
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
                                 if tag_count3 == 0:
                                     pos += 9
                                 else:
@@ -3491,7 +3445,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     pos = end1
             append_4(TopicProduceResponse('', v_topic_id_6, v_partition_responses_7))
     v_node_endpoints_3: list[NodeEndpoint] = []
-    v_throttle_time_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
     if tag_count0 == 0:
         pos += 5
     else:
@@ -3516,7 +3470,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, n1 = _S4.unpack_from(data, pos)
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
                         if n1 < 128:
                             pos += 5
@@ -3531,7 +3485,7 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             v_host_24 = ''
                         else:
                             raise DecodeError('non-nullable field Host is null')
-                        v_port_25, n1 = _S4.unpack_from(data, pos)
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
                         v_rack_26: str | None
                         if n1 < 128:
                             pos += 5
@@ -3568,7 +3522,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S7.pack(e_3.topic_id)
+        out += _S9.pack(e_3.topic_id)
         x_4 = e_3.partition_responses
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -3576,7 +3530,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
             u_8 = len(x_7) + 1
             if u_8 < 128:
@@ -3585,18 +3539,18 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, u_8)
             for e_9 in x_7:
                 if e_9.batch_index_error_message == '':
-                    out += _S13.pack(e_9.batch_index, 1)
+                    out += _S17.pack(e_9.batch_index, 1)
                 else:
                     x_10 = e_9.batch_index_error_message
                     if x_10 is None:
-                        out += _S5.pack(e_9.batch_index)
+                        out += _S7.pack(e_9.batch_index)
                     else:
                         b_11 = x_10.encode()
                         u_12 = len(b_11) + 1
                         if u_12 < 128:
-                            out += _S4.pack(e_9.batch_index, u_12)
+                            out += _S6.pack(e_9.batch_index, u_12)
                         else:
-                            out += _S1.pack(e_9.batch_index)
+                            out += _S2.pack(e_9.batch_index)
                             write_uvarint(out, u_12)
                         out += b_11
                     out.append(0)
@@ -3617,11 +3571,11 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_17 = e_6.current_leader
-                tagbuf2 += _S15.pack(s_17.leader_id, s_17.leader_epoch)
+                tagbuf2 += _S19.pack(s_17.leader_id, s_17.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -3635,18 +3589,18 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
             if e_20.host == '':
-                tagbuf0 += _S16.pack(e_20.node_id, 1, e_20.port)
+                tagbuf0 += _S20.pack(e_20.node_id, 1, e_20.port)
             else:
                 x_21 = e_20.host
                 b_22 = x_21.encode()
                 u_23 = len(b_22) + 1
                 if u_23 < 128:
-                    tagbuf0 += _S4.pack(e_20.node_id, u_23)
+                    tagbuf0 += _S6.pack(e_20.node_id, u_23)
                 else:
-                    tagbuf0 += _S1.pack(e_20.node_id)
+                    tagbuf0 += _S2.pack(e_20.node_id)
                     write_uvarint(tagbuf0, u_23)
                 tagbuf0 += b_22
-                tagbuf0 += _S1.pack(e_20.port)
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)

@@ -10,12 +10,13 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>h')
+_S1 = Struct('>hh')
 _S2 = Struct('>q')
 _S3 = Struct('>hB')
 _S4 = Struct('>qB')
 _S5 = Struct('>hx')
-_S6 = Struct('>qx')
+_S6 = Struct('>h')
+_S7 = Struct('>qx')
 
 
 @dataclass(slots=True)
@@ -104,11 +105,9 @@ def encode_sasl_authenticate_request_v2(m: SaslAuthenticateRequest, out: bytearr
 
 
 def decode_sasl_authenticate_response_v0(data: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S1.unpack_from(data, pos)
     v_error_message_2: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 4
     if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -128,13 +127,12 @@ def decode_sasl_authenticate_response_v0(data: bytes, pos: int) -> tuple[SaslAut
 
 
 def encode_sasl_authenticate_response_v0(m: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S1.pack(m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S1.pack(m.error_code, len(b_2))
         out += b_2
     x_3 = m.auth_bytes
     out += _S0.pack(len(x_3))
@@ -142,11 +140,9 @@ def encode_sasl_authenticate_response_v0(m: SaslAuthenticateResponse, out: bytea
 
 
 def decode_sasl_authenticate_response_v1(data: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S1.unpack_from(data, pos)
     v_error_message_2: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
+    pos += 4
     if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
@@ -168,13 +164,12 @@ def decode_sasl_authenticate_response_v1(data: bytes, pos: int) -> tuple[SaslAut
 
 
 def encode_sasl_authenticate_response_v1(m: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S1.pack(m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S1.pack(m.error_code, len(b_2))
         out += b_2
     x_3 = m.auth_bytes
     out += _S0.pack(len(x_3))
@@ -237,7 +232,7 @@ def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytea
             if u_3 < 128:
                 out += _S3.pack(m.error_code, u_3)
             else:
-                out += _S1.pack(m.error_code)
+                out += _S6.pack(m.error_code)
                 write_uvarint(out, u_3)
             out += b_2
     x_4 = m.auth_bytes
@@ -247,4 +242,4 @@ def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytea
     else:
         write_uvarint(out, u_5)
     out += x_4
-    out += _S6.pack(m.session_lifetime_ms)
+    out += _S7.pack(m.session_lifetime_ms)

@@ -11,22 +11,24 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
 _S0 = Struct('>h')
-_S1 = Struct('>qh')
+_S1 = Struct('>qhi')
 _S2 = Struct('>i')
-_S3 = Struct('>iq')
-_S4 = Struct('>iqi')
-_S5 = Struct('>qhiB')
-_S6 = Struct('>iqiB')
-_S7 = Struct('>iqiBB')
-_S8 = Struct('>qhi')
+_S3 = Struct('>iqh')
+_S4 = Struct('>qh')
+_S5 = Struct('>iqih')
+_S6 = Struct('>qhiB')
+_S7 = Struct('>iqiB')
+_S8 = Struct('>iqiBB')
 _S9 = Struct('>iqiBx')
 _S10 = Struct('>iqix')
-_S11 = Struct('>16sB')
-_S12 = Struct('>16s')
-_S13 = Struct('>ih')
-_S14 = Struct('>iB')
-_S15 = Struct('>ihB')
-_S16 = Struct('>ihx')
+_S11 = Struct('>iqi')
+_S12 = Struct('>16sB')
+_S13 = Struct('>16s')
+_S14 = Struct('>ii')
+_S15 = Struct('>ih')
+_S16 = Struct('>iB')
+_S17 = Struct('>ihB')
+_S18 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -96,11 +98,9 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
         v_group_id_2 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_3, v_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_topics_8: list[TxnOffsetCommitRequestTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -130,11 +130,9 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15 = _S3.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_14, v_committed_offset_15, n2 = _S3.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -162,7 +160,7 @@ def encode_txn_offset_commit_request_v0(m: TxnOffsetCommitRequest, out: bytearra
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S1.pack(m.producer_id, m.producer_epoch)
+    out += _S4.pack(m.producer_id, m.producer_epoch)
     x_5 = m.topics
     out += _S2.pack(len(x_5))
     for e_6 in x_5:
@@ -173,13 +171,12 @@ def encode_txn_offset_commit_request_v0(m: TxnOffsetCommitRequest, out: bytearra
         x_9 = e_6.partitions
         out += _S2.pack(len(x_9))
         for e_10 in x_9:
-            out += _S3.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -204,11 +201,9 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
         v_group_id_2 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_3, v_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_topics_8: list[TxnOffsetCommitRequestTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -238,11 +233,9 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15 = _S3.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_14, v_committed_offset_15, n2 = _S3.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 14
                     if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -270,7 +263,7 @@ def encode_txn_offset_commit_request_v1(m: TxnOffsetCommitRequest, out: bytearra
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S1.pack(m.producer_id, m.producer_epoch)
+    out += _S4.pack(m.producer_id, m.producer_epoch)
     x_5 = m.topics
     out += _S2.pack(len(x_5))
     for e_6 in x_5:
@@ -281,13 +274,12 @@ def encode_txn_offset_commit_request_v1(m: TxnOffsetCommitRequest, out: bytearra
         x_9 = e_6.partitions
         out += _S2.pack(len(x_9))
         for e_10 in x_9:
-            out += _S3.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -312,11 +304,9 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
         v_group_id_2 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    v_producer_id_3, v_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_topics_8: list[TxnOffsetCommitRequestTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -346,11 +336,9 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S5.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
+                    pos += 18
                     if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
@@ -378,7 +366,7 @@ def encode_txn_offset_commit_request_v2(m: TxnOffsetCommitRequest, out: bytearra
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S1.pack(m.producer_id, m.producer_epoch)
+    out += _S4.pack(m.producer_id, m.producer_epoch)
     x_5 = m.topics
     out += _S2.pack(len(x_5))
     for e_6 in x_5:
@@ -389,13 +377,12 @@ def encode_txn_offset_commit_request_v2(m: TxnOffsetCommitRequest, out: bytearra
         x_9 = e_6.partitions
         out += _S2.pack(len(x_9))
         for e_10 in x_9:
-            out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, len(b_12))
                 out += b_12
 
 
@@ -428,7 +415,7 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
         v_group_id_2 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
         pos += 15
@@ -502,12 +489,12 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
                     v_committed_metadata_17: str | None
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
                         pos += 18
                     else:
-                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -571,15 +558,15 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
         write_uvarint(out, u_6)
     out += b_5
     if m.member_id == '':
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
         x_7 = m.member_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -625,9 +612,9 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
                     b_23 = x_22.encode()
                     u_24 = len(b_23) + 1
                     if u_24 < 128:
-                        out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                        out += _S7.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
                     else:
-                        out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        out += _S11.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                         write_uvarint(out, u_24)
                     out += b_23
                 out.append(0)
@@ -664,7 +651,7 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
         v_group_id_2 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
         pos += 15
@@ -738,12 +725,12 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
                     v_committed_metadata_17: str | None
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
                         pos += 18
                     else:
-                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -807,15 +794,15 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
         write_uvarint(out, u_6)
     out += b_5
     if m.member_id == '':
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
         x_7 = m.member_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -861,9 +848,9 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
                     b_23 = x_22.encode()
                     u_24 = len(b_23) + 1
                     if u_24 < 128:
-                        out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                        out += _S7.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
                     else:
-                        out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        out += _S11.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                         write_uvarint(out, u_24)
                     out += b_23
                 out.append(0)
@@ -900,7 +887,7 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
         v_group_id_2 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
         pos += 15
@@ -974,12 +961,12 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
                     v_committed_metadata_17: str | None
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
                         pos += 18
                     else:
-                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -1043,15 +1030,15 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
         write_uvarint(out, u_6)
     out += b_5
     if m.member_id == '':
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
         x_7 = m.member_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -1097,9 +1084,9 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
                     b_23 = x_22.encode()
                     u_24 = len(b_23) + 1
                     if u_24 < 128:
-                        out += _S6.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                        out += _S7.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
                     else:
-                        out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        out += _S11.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                         write_uvarint(out, u_24)
                     out += b_23
                 out.append(0)
@@ -1136,7 +1123,7 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
         v_group_id_2 = ''
     else:
         raise DecodeError('non-nullable field GroupId is null')
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S5.unpack_from(data, pos)
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
     v_member_id_6: str
     if n0 < 128:
         pos += 15
@@ -1180,7 +1167,7 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
         v_topics_8 = []
         append_9 = v_topics_8.append
         for _ in range(n0):
-            v_topic_id_11, n1 = _S11.unpack_from(data, pos)
+            v_topic_id_11, n1 = _S12.unpack_from(data, pos)
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             if n1 < 128:
                 pos += 17
@@ -1197,12 +1184,12 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
                     v_committed_metadata_17: str | None
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S7.unpack_from(data, pos)
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
                     if n2 == 1 and tag_count2 == 0:
                         v_committed_metadata_17 = ''
                         pos += 18
                     else:
-                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S6.unpack_from(data, pos)
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
                         if n2 < 128:
                             pos += 17
                         else:
@@ -1266,15 +1253,15 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
         write_uvarint(out, u_6)
     out += b_5
     if m.member_id == '':
-        out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
         x_7 = m.member_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
         if u_9 < 128:
-            out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
         else:
-            out += _S8.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
             write_uvarint(out, u_9)
         out += b_8
     x_10 = m.group_instance_id
@@ -1295,7 +1282,7 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S12.pack(e_15.topic_id)
+        out += _S13.pack(e_15.topic_id)
         x_16 = e_15.partitions
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -1313,9 +1300,9 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
                     b_20 = x_19.encode()
                     u_21 = len(b_20) + 1
                     if u_21 < 128:
-                        out += _S6.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                        out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
                     else:
-                        out += _S4.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        out += _S11.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                         write_uvarint(out, u_21)
                     out += b_20
                 out.append(0)
@@ -1324,11 +1311,9 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
 
 
 def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1358,7 +1343,7 @@ def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S15.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1377,15 +1362,13 @@ def encode_txn_offset_commit_response_v0(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1415,7 +1398,7 @@ def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S15.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1434,15 +1417,13 @@ def encode_txn_offset_commit_response_v1(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1472,7 +1453,7 @@ def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S13.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S15.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1491,11 +1472,11 @@ def encode_txn_offset_commit_response_v2(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S13.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1540,7 +1521,7 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1598,13 +1579,13 @@ def encode_txn_offset_commit_response_v3(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S16.pack(e_9.partition_index, e_9.error_code)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1649,7 +1630,7 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1707,13 +1688,13 @@ def encode_txn_offset_commit_response_v4(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S16.pack(e_9.partition_index, e_9.error_code)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1758,7 +1739,7 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1816,13 +1797,13 @@ def encode_txn_offset_commit_response_v5(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S16.pack(e_9.partition_index, e_9.error_code)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
     if n0 < 128:
         pos += 5
@@ -1838,7 +1819,7 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, n1 = _S11.unpack_from(data, pos)
+            v_topic_id_5, n1 = _S12.unpack_from(data, pos)
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             if n1 < 128:
                 pos += 17
@@ -1854,7 +1835,7 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9, tag_count2 = _S15.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
                     if tag_count2 == 0:
                         pos += 7
                     else:
@@ -1897,7 +1878,7 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S12.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1905,6 +1886,6 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S16.pack(e_6.partition_index, e_6.error_code)
+            out += _S18.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

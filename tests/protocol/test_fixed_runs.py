@@ -14,8 +14,10 @@ from protocol.messages.offset_commit import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    decode_offset_commit_request_v7,
     decode_offset_commit_request_v9,
     decode_offset_commit_response_v8,
+    encode_offset_commit_request_v7,
     encode_offset_commit_request_v9,
     encode_offset_commit_response_v8,
 )
@@ -111,3 +113,12 @@ def test_an_empty_string_is_written_with_the_fields_around_it() -> None:
     encode_offset_fetch_response_v8(message, out)
     assert b"\x00\x00\x00\x03" + (30).to_bytes(8, "big") + b"\x00\x00\x00\x04\x01\x00\x09\x00" in out
     assert decode_offset_fetch_response_v8(bytes(out), 0) == (message, len(out))
+
+
+def test_a_fixed_width_length_is_read_and_written_with_the_fields_before_it() -> None:
+    """Non-flexible versions: the int16 length of a string joins the pack of the fixed fields."""
+    for metadata, length in ((None, b"\xff\xff"), ("", b"\x00\x00"), ("abc", b"\x00\x03abc")):
+        out = bytearray()
+        encode_offset_commit_request_v7(_commit(metadata), out)
+        assert b"\x00\x00\x00\x07" + (1234).to_bytes(8, "big") + b"\x00\x00\x00\x05" + length in out
+        assert decode_offset_commit_request_v7(bytes(out), 0) == (_commit(metadata), len(out))
