@@ -1,11 +1,11 @@
 """The cyclic garbage collector's thresholds while a server runs.
 
-With the interpreter's defaults (700, 10, 10) a server creating groups spent about half its CPU
+With the interpreter's defaults (700, 10, 10) a server creating groups spent up to half its CPU
 in the collector, more the more groups it held: objects alive across a durable write (a
 request's effects, continuations, replies) outlive two young collections, are promoted to the
 oldest generation and die there by reference counting. Promotions, not survivors, count towards
 the oldest generation's trigger, so full collections, each walking every group, offset and
-member the server holds, came every few hundred groups created. Fewer young collections promote
+member the server holds, came about once per 1,000 groups created. Fewer young collections promote
 fewer of these short-lived objects, and a full collection at most every 100 middle ones keeps
 the walks of the whole heap rare (docs/performance.md, "Group creation and the garbage
 collector").
