@@ -41,6 +41,7 @@ from coordinator.server.share_records import (
     records_for,
 )
 from coordinator.server.share_sessions import SessionError, ShareSessionCache, TopicIdPartition
+from coordinator.server.share_write_gather import WriteGather
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import share_acknowledge as sak
@@ -82,6 +83,10 @@ class ShareLeader:
         self.shard_map = shard_map
         self.sessions = ShareSessionCache(max_sessions)
         self.source: RecordSource = source or NoRecords()
+        # Several members' acquisitions and acknowledgements start one commit together.
+        self.gather = WriteGather(
+            lambda: runtime.writer.idle, lambda: runtime.writer.stats.last_write_latency_s
+        )
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -222,6 +227,7 @@ class ShareLeader:
             }
             if batches:
                 hidden = {tp: f.hidden for tp, f in fetched.items() if f.hidden}
+                await self.gather.turn((group_id, member_id))
                 outcome = await self._op(
                     ShareAcquireOp(group_id, member_id, batches, max_records, strict, hidden)
                 )
@@ -374,6 +380,7 @@ class ShareLeader:
             if tp[0] not in names:
                 results[tp] = (ErrorCode.UNKNOWN_TOPIC_ID, None)
         if known:
+            await self.gather.turn((group_id, member_id))
             outcome = await self._op(
                 ShareAcknowledgeOp(group_id, member_id, {name: acks[wire] for name, wire in known.items()})
             )
