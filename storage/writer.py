@@ -116,11 +116,6 @@ class BatchWriter:
         """Records accepted but not yet handed to the store (for backpressure watermarks)."""
         return len(self._open.records)
 
-    @property
-    def idle(self) -> bool:
-        """No commit under way nor about to start: a write made now starts one."""
-        return self._flush_task is None
-
     def write(self, records: Sequence[Record]) -> asyncio.Future[None]:
         """Queue records; the future completes when they are durable, or raises StoreError.
 

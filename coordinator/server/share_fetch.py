@@ -84,9 +84,7 @@ class ShareLeader:
         self.sessions = ShareSessionCache(max_sessions)
         self.source: RecordSource = source or NoRecords()
         # Several members' acquisitions and acknowledgements start one commit together.
-        self.gather = WriteGather(
-            lambda: runtime.writer.idle, lambda: runtime.writer.stats.last_write_latency_s
-        )
+        self.gather = WriteGather(lambda: runtime.writer.stats.last_write_latency_s)
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -231,6 +229,7 @@ class ShareLeader:
                 outcome = await self._op(
                     ShareAcquireOp(group_id, member_id, batches, max_records, strict, hidden)
                 )
+                self.gather.answered((group_id, member_id))
                 if outcome.write_error:
                     for tp in batches:
                         entry(by_name[tp]).error_code = outcome.write_error
@@ -384,6 +383,7 @@ class ShareLeader:
             outcome = await self._op(
                 ShareAcknowledgeOp(group_id, member_id, {name: acks[wire] for name, wire in known.items()})
             )
+            self.gather.answered((group_id, member_id))
             for name, wire in known.items():
                 results[wire] = (
                     (outcome.write_error, None)
