@@ -1,5 +1,5 @@
-"""Starting the commits of several share consumers together (docs/share-groups.md, "Gathering
-the commits of several consumers").
+"""Starting the commits of several share consumers together (docs/share-groups.md, Performance,
+"Third round: several consumers").
 
 Each acquisition and each acknowledgement is durable before its answer leaves: one commit each.
 The group commit (storage/writer.py) joins the writes made while a commit is under way, so with
