@@ -12,7 +12,9 @@ arriving during a commit becomes ``turnaround + commit`` for all.
 :class:`WriteGather` holds a share operation before it is applied while other members that
 operated recently (within ``recent_s``) have not come yet, when that is worth it: when the
 members' turnaround (from an operation's outcome to the member's next operation, a moving
-average) is below two thirds of the commit time (then the sum of the completion times falls).
+average) is below two thirds of the commit time (then the sum of the completion times falls),
+and a commit takes more than ``SLOW_COMMIT_S`` (a disk in trouble: with commits of 1-2 ms the
+bench measured holding as no gain).
 The operations held are applied together as soon as every member expected has come, or after
 twice the commit time at most (never more than ``max_wait_s``). A member alone is never held,
 nor is anyone when commits are quick. Nothing else changes: the operations are the same,
@@ -28,6 +30,9 @@ from typing import Final
 
 RECENT_S: Final = 0.05  # a member that wrote this recently is expected to write again soon
 MAX_WAIT_S: Final = 0.02
+# Only commits slower than this are gathered: measured on the bench, holding members for commits
+# of 1-2 ms cost more than it saved (docs/share-groups.md, "Third round").
+SLOW_COMMIT_S: Final = 0.003
 
 
 class WriteGather:
@@ -93,7 +98,9 @@ class WriteGather:
         and a commit ``c``, three members take ``c + 2c + 2c`` alternating and ``3 (t + c)``
         gathered."""
         turnaround, commit = self.turnaround_s, self.commit_s
-        return turnaround is not None and commit is not None and 3 * turnaround < 2 * commit
+        if turnaround is None or commit is None or commit < SLOW_COMMIT_S:
+            return False  # quick commits: the alternation measured as fast as gathering, or faster
+        return 3 * turnaround < 2 * commit
 
     def _expected(self, member: Hashable) -> bool:
         """Whether another member that operated recently has not come yet."""

@@ -100,3 +100,11 @@ async def test_members_that_operated_long_ago_are_not_waited_for() -> None:
     await gather.turn("b")
     assert gather.held == 0
     await writer.close()
+
+
+async def test_quick_commits_are_not_gathered() -> None:
+    writer = await _writer(commit_ms=0.5)  # a healthy disk: alternating is as quick
+    gather = _gather(writer)
+    await _cycles(gather, writer, "abc", 8, turnaround_s=0)
+    assert gather.held == 0
+    await writer.close()
