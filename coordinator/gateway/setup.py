@@ -54,6 +54,7 @@ class Gateway:
     resolver: TransactionResolver
     dead_letters: DeadLetterWriter
     share_read_ahead: ReadAhead
+    topic_lookup: UpstreamTopicLookup
 
     async def close(self) -> None:
         await self.resolver.stop()
@@ -70,6 +71,7 @@ def authorize_forwarded(gateway: Gateway, authorizer: Authorizer) -> None:
     gateway.forwarder.authorization = ForwardedAuthorization(
         authorizer, gateway.upstream.catalog, RULES, PREVIEWS
     )
+    gateway.topic_lookup.authorizer = authorizer  # asks upstream only about what may be read
 
 
 def upstream_settings(config: Config) -> UpstreamSettings:
@@ -158,7 +160,8 @@ async def start_gateway(
         dispatcher.metrics.registry.register(TransactionCollector(transactions))
         dispatcher.metrics.registry.register(UpstreamConnectionCollector(forwarder))
     dispatcher.gateway = forwarder
-    dispatcher.topic_lookup = UpstreamTopicLookup(upstream)
+    topic_lookup = UpstreamTopicLookup(upstream)
+    dispatcher.topic_lookup = topic_lookup
     _serve_api_versions(dispatcher, upstream)
     _present_one_identity(dispatcher, upstream, brokers, cluster)
     serve_group_configs_only(dispatcher.routes, forwarder.upstream_lists)
@@ -183,7 +186,9 @@ async def start_gateway(
             "gateway mode: upstream cluster %s, %d brokers, %d topics",
             upstream.cluster_id, len(upstream.brokers), len(upstream.catalog.topics),
         )  # fmt: skip
-    return Gateway(upstream, brokers, forwarder, share_records, resolver, dead_letters, share_read_ahead)
+    return Gateway(
+        upstream, brokers, forwarder, share_records, resolver, dead_letters, share_read_ahead, topic_lookup
+    )
 
 
 def _serve_api_versions(dispatcher: Dispatcher, upstream: UpstreamCluster) -> None:

@@ -6,7 +6,9 @@ teaching the catalog anything) would otherwise get UNKNOWN_TOPIC_OR_PARTITION on
 OffsetCommit (or TxnOffsetCommit) until the next refresh, where Kafka's coordinator knows it at once. Such a
 request waits for one Metadata request naming those topics (requests asking about the same
 names share it); then it is handled against what upstream said
-(docs/gateway.md#topics-the-catalog-has-not-seen-yet).
+(docs/gateway.md#topics-the-catalog-has-not-seen-yet). With an authorizer, only the topics the
+request's own ACL check would let through are asked about: a client without READ on the group or
+on a topic cannot make the gateway ask upstream anything.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from coordinator.core.context import RequestContext
 from coordinator.gateway.upstream import UpstreamError
 from coordinator.gateway.upstream_cluster import UpstreamCluster
+from coordinator.security.acl import Authorizer, Operation, ResourceType
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
@@ -31,17 +35,41 @@ class UpstreamTopicLookup:
         self.upstream = upstream
         self._asking: dict[str, asyncio.Task[None]] = {}
         self._failing = False  # logged once per outage
+        self.authorizer: Authorizer | None = None  # set when ACLs are enforced
 
-    def unknown_names(self, api_key: int, body: Any) -> list[str]:
-        """The topics a request names partitions of that the catalog does not hold."""
+    def unknown_names(self, ctx: RequestContext, api_key: int, body: Any) -> list[str]:
+        """The topics a request names partitions of that the catalog does not hold (and that the
+        client may read, under an authorizer)."""
         catalog = self.upstream.catalog
-        return sorted(
-            {
-                name
-                for name, partition in _partitions_named(body)
-                if name and not catalog.has_partition(name, partition)
-            }
-        )
+        unknown = {
+            name
+            for name, partition in _partitions_named(body)
+            if name and not catalog.has_partition(name, partition)
+        }
+        if unknown and self.authorizer is not None:
+            unknown = self._authorized(ctx, body, unknown)
+        return sorted(unknown)
+
+    def _authorized(self, ctx: RequestContext, body: Any, names: set[str]) -> set[str]:
+        """The names the request's ACL check (api/authz.py) would not refuse: the group first
+        (DELETE for OffsetDelete, READ otherwise), then READ on each topic. Checked quietly: the
+        check that answers the request logs its own denials."""
+        authorizer = self.authorizer
+        assert authorizer is not None
+
+        def allowed(operation: int, resource_type: int, name: str) -> bool:
+            return authorizer.authorize(
+                ctx.principal, ctx.client_host, operation, resource_type, name, log_denied=False
+            )
+
+        group_operation = Operation.DELETE if isinstance(body, OffsetDeleteRequest) else Operation.READ
+        if not allowed(group_operation, ResourceType.GROUP, body.group_id):
+            return set()
+        if isinstance(body, TxnOffsetCommitRequest) and not allowed(
+            Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        ):
+            return set()
+        return {name for name in names if allowed(Operation.READ, ResourceType.TOPIC, name)}
 
     def then(self, names: list[str], handle: Callable[[], None]) -> None:
         """Ask upstream about ``names`` (one question for names already being asked), then

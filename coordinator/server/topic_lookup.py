@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol
 
 from coordinator.core.cluster import Cluster
+from coordinator.core.context import RequestContext
 from protocol.apis import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.metadata import MetadataRequest
@@ -30,7 +31,7 @@ class LooksTopicsUp(Protocol):
     """Where a request naming topics the catalog does not hold waits before it is handled:
     the database (several nodes, here) or the upstream cluster (gateway/topic_lookup.py)."""
 
-    def unknown_names(self, api_key: int, body: Any) -> list[str]: ...
+    def unknown_names(self, ctx: RequestContext, api_key: int, body: Any) -> list[str]: ...
 
     def then(self, names: list[str], handle: Callable[[], None]) -> None: ...
 
@@ -42,7 +43,7 @@ class TopicLookup:
         self._tasks: set[asyncio.Task[None]] = set()
         self._failing = False  # logged once per outage
 
-    def unknown_names(self, api_key: int, body: Any) -> list[str]:
+    def unknown_names(self, ctx: RequestContext, api_key: int, body: Any) -> list[str]:
         """The topic names a request names that the local catalog does not hold."""
         names: list[str] = []
         if api_key == ApiKey.METADATA and isinstance(body, MetadataRequest):

@@ -3,6 +3,7 @@ topics share one frozenset of them (see docs/performance.md)."""
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 from coordinator.core.classic.group import ClassicGroup, session_key
@@ -136,3 +137,26 @@ def test_a_group_without_static_members_holds_no_static_member_table() -> None:
     assert static.static_members == {"i-1": member_id}
     static.remove_member(member_id)
     assert static._static is None and static.static_members == {}
+
+
+def test_an_armed_session_timer_costs_no_heap_item_or_entry_object() -> None:
+    """What one member's session timer costs the timers beyond its key and deadline: a dict entry
+    and a bucket slot, no (deadline, seq, key) heap item and no per-key entry object."""
+    members = 20_000
+    keys = [session_key(f"g{i}", f"m{i}") for i in range(members)]
+    deadlines = [1_000_000 + (i * 37) % 45_000 for i in range(members)]  # spread over 45 s
+    timers: Timers[tuple[str, str, str]] = Timers()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for key, deadline in zip(keys, deadlines, strict=True):
+            timers.schedule(key, deadline)
+        for key, deadline in zip(keys, deadlines, strict=True):
+            timers.schedule(key, deadline + 3_000)  # a heartbeat each: no new allocation per key
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # The dict entry (≈ 40 B) and a bucket slot (8 B) per key, the new deadline ints (32 B) aside;
+    # a heap item (64 B) and an entry object (56 B) each were ≈ 230 B per key.
+    assert (held - 32 * members) / members < 80, f"{held / members:.0f} B per armed key"
+    assert len(timers._heap) <= 50  # one item per bucket of about a second, not per key

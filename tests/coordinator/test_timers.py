@@ -164,3 +164,89 @@ def test_a_key_rearmed_later_still_comes_out_in_deadline_order() -> None:
     t.schedule("rearmed", 433)  # its heap item still says 300
     t.schedule("other", 426)
     assert t.poll(450, 100) == ["other", "rearmed"]
+
+
+# Deadlines and steps that span many of the timers' buckets (a bucket is about a second), so that
+# keys re-armed across buckets, re-armed into buckets already drained and cancelled in between are
+# all exercised against the model.
+wide_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("schedule"), st.integers(0, 11), st.integers(0, 6_000)),
+        st.tuples(st.just("cancel"), st.integers(0, 11), st.just(0)),
+        st.tuples(st.just("poll"), st.just(0), st.integers(0, 2_500)),
+        st.tuples(st.just("peek"), st.just(0), st.just(0)),
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(wide_ops)
+def test_matches_a_dict_model_across_buckets(operations: list[tuple[str, int, int]]) -> None:
+    t: Timers[int] = Timers()
+    model: dict[int, int] = {}
+    now = 0
+    for op, key, value in operations:
+        if op == "schedule":
+            t.schedule(key, now + value)
+            model[key] = now + value
+        elif op == "cancel":
+            t.cancel(key)
+            model.pop(key, None)
+        elif op == "peek":
+            t.next_deadline()  # may drain a bucket ahead of time: must change nothing observable
+        else:
+            now += value
+            due = t.poll(now, 1_000)
+            expected = sorted(k for k, d in model.items() if d <= now)
+            assert sorted(due) == expected
+            assert [model[k] for k in due] == sorted(model[k] for k in due)  # earliest first
+            for k in due:
+                del model[k]
+        assert len(t) == len(model)
+        assert all(t.deadline(k) == d for k, d in model.items())
+        deadline = t.next_deadline()
+        if model:
+            assert deadline is not None and deadline <= min(model.values())
+        else:
+            assert deadline is None
+
+
+def test_a_session_fires_at_its_exact_deadline_after_crossing_buckets() -> None:
+    t: Timers[str] = Timers()
+    t.schedule("session", 10_000)
+    for now in range(0, 60_000, 3_000):  # a heartbeat every 3 s pushes the deadline 10 s ahead
+        assert t.poll(now, 100) == []
+        t.schedule("session", now + 10_000)
+    assert t.poll(66_999, 100) == []
+    assert t.next_deadline() == 67_000
+    assert t.poll(67_000, 100) == ["session"]
+
+
+def test_a_key_filed_again_into_a_drained_bucket_still_comes_out_first() -> None:
+    t: Timers[str] = Timers()
+    t.schedule("late", 5_000)
+    assert t.next_deadline() == 5_000  # its bucket is drained ahead of time
+    t.schedule("early", 4_990)  # into the same, already drained, bucket
+    t.schedule("earlier", 100)
+    assert t.next_deadline() == 100
+    assert t.poll(5_000, 100) == ["earlier", "early", "late"]
+
+
+def test_a_crowded_bucket_is_drained_over_several_calls() -> None:
+    """Keys loaded together expire together: their bucket is moved a chunk per call, so one call
+    never walks all of them, and next_deadline() stays due until every one has come out."""
+    t: Timers[int] = Timers()
+    for key in range(20_000):
+        t.schedule(key, 5_000)
+    assert t.poll(5_000, 1_000) == []  # the first chunk is moved; the rest of it still to come
+    assert 0 < len(t._due) < 20_000
+    due: list[int] = []
+    calls = 0
+    while len(due) < 20_000:
+        calls += 1
+        assert calls <= 30
+        due += t.poll(5_000, 1_000)
+        deadline = t.next_deadline()
+        assert (deadline is None) if len(due) == 20_000 else (deadline is not None and deadline <= 5_000)
+    assert due == list(range(20_000))  # in the order they were armed

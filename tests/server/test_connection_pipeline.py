@@ -225,3 +225,14 @@ async def test_close_writes_the_released_answers_first() -> None:
     _answer(dispatcher.commits[1])  # answered after the close: dropped, not written
     await asyncio.sleep(0)
     assert transport.correlation_ids() == [[1]]
+
+
+async def test_pipelined_heartbeats_read_together_leave_in_one_write() -> None:
+    """Heartbeats are answered while the pump serves them: the answers to every heartbeat of one
+    read go out in one write, as a pipeline's do (docs/performance.md#heartbeats-and-session-timers-2026-11-28)."""
+    connection, dispatcher, transport = _connection()
+    connection.data_received(_frames(*[H] * 8))
+    assert dispatcher.dispatched == list(range(1, 9))
+    assert transport.correlation_ids() == [list(range(1, 9))]
+    connection.data_received(_frames(H, H, first_id=9))
+    assert transport.correlation_ids() == [list(range(1, 9)), [9, 10]]
