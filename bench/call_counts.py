@@ -36,12 +36,20 @@ FLAGS = {
         "-setup-concurrency", "32", "-setup-timeout", "180s",
     ],
     "groups": ["-groups", "2000", "-conns", "64", "-budget", "120s", "-offsets", "3"],
+    # OffsetCommit of 1 partition as a simple consumer (regression.py's ``commit``), then an
+    # OffsetFetch of it: the operation is one request of either
+    "commit1": [
+        "-conns", "16", "-inflight", "8", "-duration", "3s", "-partitions", "1",
+        "-modes", "simple", "-setup-timeout", "120s",
+    ],
     # OffsetCommit then OffsetFetch of 100 partitions: the operation is one request of either
     "commit": [
         "-conns", "16", "-inflight", "8", "-duration", "3s", "-partitions", "100",
         "-modes", "simple", "-setup-timeout", "120s",
     ],
 }  # fmt: skip
+# The generator's name of a workload listed above under another name.
+GENERATOR_WORKLOAD = {"commit1": "commit"}
 
 
 def start_profiled(source: Path, workdir: Path, out: Path) -> Server:
@@ -89,7 +97,8 @@ def main() -> int:
             prof = workdir / "server.prof"
             server = start_profiled(source, workdir, prof)
             try:
-                results = loadgen(server, args.workload, FLAGS[args.workload], timeout=900)
+                workload = GENERATOR_WORKLOAD.get(args.workload, args.workload)
+                results = loadgen(server, workload, FLAGS[args.workload], timeout=900)
             finally:
                 server.stop()
             measured = [r for r in results if r.get("done") or r["name"].startswith(("commit-", "fetch-"))]

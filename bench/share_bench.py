@@ -288,6 +288,13 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout to run a second gateway from")
     parser.add_argument("--profile", type=Path, help="write our gateway's cProfile here")
     parser.add_argument("--sides", default="share,group,kafka,baseline")
+    parser.add_argument(
+        "--storage",
+        choices=("sqlite", "sqlite-normal", "memory"),
+        default="sqlite",
+        help="the gateways' storage: SQLite fsyncing every commit (the default), SQLite fsyncing "
+        "at checkpoints only (synchronous=NORMAL), or memory (nothing written to disk)",
+    )
     args = parser.parse_args()
     chosen = set(args.sides.split(","))
     shape = Shape(args.records, args.size, args.partitions, args.consumers)
@@ -296,10 +303,12 @@ def main() -> None:
         tempfile.TemporaryDirectory() as tmp,
         running_tansu(Path(tmp)) as port,
         running_gateway_from(
-            REPO, f"127.0.0.1:{port}", f"sqlite:///{tmp}/gateway.db", args.profile
+            REPO, f"127.0.0.1:{port}", storage_url(args.storage, f"{tmp}/gateway.db"), args.profile
         ) as gateway,
         (
-            running_gateway_from(args.baseline, f"127.0.0.1:{port}", f"sqlite:///{tmp}/baseline.db")
+            running_gateway_from(
+                args.baseline, f"127.0.0.1:{port}", storage_url(args.storage, f"{tmp}/baseline.db")
+            )
             if args.baseline and "baseline" in chosen
             else nullcontext()
         ) as baseline,
@@ -344,6 +353,12 @@ def main() -> None:
             print(f"{SHARE_GATEWAY} / {other}: {rates[SHARE_GATEWAY] / rates[other]:.0%}{target}")
     if SHARE_BASELINE in rates and SHARE_KAFKA in rates:
         print(f"{SHARE_BASELINE} / {SHARE_KAFKA}: {rates[SHARE_BASELINE] / rates[SHARE_KAFKA]:.0%}")
+
+
+def storage_url(kind: str, path: str) -> str:
+    if kind == "memory":
+        return "memory://"
+    return f"sqlite:///{path}" + ("?synchronous=NORMAL" if kind == "sqlite-normal" else "")
 
 
 def format_result(result: dict[str, Any]) -> str:

@@ -63,9 +63,12 @@ def decode_request(frame: bytes) -> Request:
     Raises UnsupportedApi for an unknown key or version (the header was still readable) and
     DecodeError for anything malformed or truncated.
     """
-    api_key, api_version, correlation_id = peek_header(frame)
-    codecs = CODECS.get((api_key, api_version))
-    flexible = (api_key, api_version) in FLEXIBLE
+    if len(frame) < 8:  # peek_header inlined: every request
+        raise DecodeError(f"request frame of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
+    key_version = (api_key, api_version)
+    codecs = CODECS.get(key_version)
+    flexible = key_version in FLEXIBLE
     try:
         header, pos = (decode_request_header_v2 if flexible else decode_request_header_v1)(frame, 0)
         if codecs is None:

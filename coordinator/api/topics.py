@@ -86,7 +86,7 @@ class KnownTopics:
             for topic in req.topics:
                 good, bad = self._split(topic.name, topic.partitions)
                 if good:
-                    known.append(request_topic(topic.name, topic.topic_id, good))
+                    known.append(request_topic(topic.name, topic.topic_id, good) if bad else topic)
                 if bad:
                     partitions = [response_partition(p.partition_index, UNKNOWN) for p in bad]
                     failed.append(response_topic(name=topic.name, partitions=partitions))
@@ -132,6 +132,19 @@ class KnownTopics:
 
     def _split(self, topic: str, partitions: list[_P]) -> tuple[list[_P], list[_P]]:
         """The partitions the catalog knows, and the rest."""
+        if self.cluster.external is None:
+            # The catalog is ours: the topic's partition count is looked up once, not per
+            # partition (docs/performance.md#the-1-partition-commit-where-its-cpu-goes).
+            count = self.cluster.partitions_of(topic)
+            if count is None:
+                return [], partitions
+            for p in partitions:
+                if not 0 <= p.partition_index < count:
+                    break
+            else:
+                return partitions, []  # the usual case: no list built
+            known_here = [p for p in partitions if 0 <= p.partition_index < count]
+            return known_here, [p for p in partitions if not 0 <= p.partition_index < count]
         has_partition = self.cluster.has_partition
         known: list[_P] = []
         unknown: list[_P] = []

@@ -59,17 +59,25 @@ class Screening:
 
 
 def screen_request(
-    limits: RequestLimits, api_key: int, api_version: int, client_id: str, body: Any
+    limits: RequestLimits,
+    api_key: int,
+    api_version: int,
+    client_id: str,
+    body: Any,
+    *,
+    frame_bytes: int | None = None,
 ) -> Screening | None:
+    """``frame_bytes``: the request's size on the wire, when known (it may spare the count)."""
     kind = type(body)
     lists = _LIST_FIELDS.get(kind)  # _list_fields inlined for the cached case: every request
     if lists is None:
         lists = _list_fields(kind)
     if not lists and api_key not in _SCREENED_APIS:
         return None  # nothing to count or check (Heartbeat, SyncGroup without assignments...)
-    items = count_items(body, limits.request_max_items)
-    if items > limits.request_max_items:
-        return Screening(close=f"request has more than {limits.request_max_items} array elements")
+    if frame_bytes is None or frame_bytes > limits.request_max_items or api_key not in _BYTE_PER_ELEMENT:
+        items = count_items(body, limits.request_max_items)
+        if items > limits.request_max_items:
+            return Screening(close=f"request has more than {limits.request_max_items} array elements")
     groups_field = _GROUP_LISTS.get(api_key)
     if groups_field is not None and len(getattr(body, groups_field, None) or ()) > limits.request_max_groups:
         return Screening(close=f"request names more than {limits.request_max_groups} groups")
@@ -96,6 +104,12 @@ _SCREENED_APIS: Final = frozenset(
         ApiKey.CREATE_PARTITIONS,
     }
 )
+
+# APIs each of whose array elements takes at least one byte on the wire in every version (a
+# partition index, a topic name or id, a group id): a request of no more bytes than
+# request.max.items cannot exceed it, and its elements are not counted
+# (docs/performance.md#the-1-partition-commit-where-its-cpu-goes).
+_BYTE_PER_ELEMENT: Final = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
 
 _GROUP_LISTS: Final[dict[int, str]] = {
     ApiKey.DESCRIBE_GROUPS: "groups",
@@ -227,6 +241,16 @@ def _offset_commit(limits: RequestLimits, req: OffsetCommitRequest) -> Screening
         req.retention_time_ms = MAX_RETENTION_MS
     elif req.retention_time_ms < -MAX_RETENTION_MS:
         req.retention_time_ms = -MAX_RETENTION_MS
+    group_id, member_id, instance_id = req.group_id, req.member_id, req.group_instance_id
+    longest = limits.group_id_max_chars
+    if (
+        len(group_id) <= longest
+        and "\x00" not in group_id
+        and len(member_id) <= limits.member_id_max_chars
+        and "\x00" not in member_id
+        and (instance_id is None or (len(instance_id) <= longest and "\x00" not in instance_id))
+    ):
+        return None  # every identifier fine: decided inline, no check list built (every commit)
     code = ErrorCode.INVALID_GROUP_ID
     problem = _first_problem([("group id", req.group_id, limits.group_id_max_chars)])
     if problem is None:

@@ -26,6 +26,7 @@ from coordinator.security.acl import Authorizer
 from coordinator.server.authn import CredentialLoader, SaslServer
 from coordinator.server.byte_budget import ByteBudget
 from coordinator.server.cluster_identity import ClusterIdentity, settle_cluster_id
+from coordinator.server.collector import server_collector
 from coordinator.server.config import Config
 from coordinator.server.connection import Connection
 from coordinator.server.console import Console
@@ -617,12 +618,13 @@ async def serve(config: Config, init: bool = False, allow_mode_change: bool = Fa
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        server = await start_server(config, init=init, allow_mode_change=allow_mode_change)
-        try:
-            await _until_stopped(stop, server)
-            log.info("shutting down")
-        finally:
-            await server.shutdown()
+        with server_collector():
+            server = await start_server(config, init=init, allow_mode_change=allow_mode_change)
+            try:
+                await _until_stopped(stop, server)
+                log.info("shutting down")
+            finally:
+                await server.shutdown()
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)

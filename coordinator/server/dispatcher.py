@@ -175,7 +175,12 @@ class Dispatcher:
             principal=connection.principal,
         )
         screening = screen_request(
-            self.limits, request.api_key, request.api_version, ctx.client_id, request.body
+            self.limits,
+            request.api_key,
+            request.api_version,
+            ctx.client_id,
+            request.body,
+            frame_bytes=len(frame),
         )
         if screening is not None:
             if screening.close is not None:

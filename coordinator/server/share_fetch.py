@@ -41,6 +41,7 @@ from coordinator.server.share_records import (
     records_for,
 )
 from coordinator.server.share_sessions import SessionError, ShareSessionCache, TopicIdPartition
+from coordinator.server.share_write_gather import WriteGather
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import share_acknowledge as sak
@@ -82,6 +83,8 @@ class ShareLeader:
         self.shard_map = shard_map
         self.sessions = ShareSessionCache(max_sessions)
         self.source: RecordSource = source or NoRecords()
+        # Several members' acquisitions and acknowledgements start one commit together.
+        self.gather = WriteGather(lambda: runtime.writer.stats.last_write_latency_s)
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -222,9 +225,11 @@ class ShareLeader:
             }
             if batches:
                 hidden = {tp: f.hidden for tp, f in fetched.items() if f.hidden}
+                await self.gather.turn((group_id, member_id))
                 outcome = await self._op(
                     ShareAcquireOp(group_id, member_id, batches, max_records, strict, hidden)
                 )
+                self.gather.answered((group_id, member_id))
                 if outcome.write_error:
                     for tp in batches:
                         entry(by_name[tp]).error_code = outcome.write_error
@@ -374,9 +379,11 @@ class ShareLeader:
             if tp[0] not in names:
                 results[tp] = (ErrorCode.UNKNOWN_TOPIC_ID, None)
         if known:
+            await self.gather.turn((group_id, member_id))
             outcome = await self._op(
                 ShareAcknowledgeOp(group_id, member_id, {name: acks[wire] for name, wire in known.items()})
             )
+            self.gather.answered((group_id, member_id))
             for name, wire in known.items():
                 results[wire] = (
                     (outcome.write_error, None)

@@ -136,23 +136,75 @@ class ModuleEmitter:
         cls: str,
     ) -> str:
         """Emit code that leaves one local per field; return the constructor expression."""
+        local = {f.attr: self._fresh(f"v_{f.attr}") for f in fields}
+        shape = _fixed_around_one_string(fields, version, flexible)
+        if shape is None:
+            return self._decode_fields(lines, fields, version, flexible, depth, cls, local)
+        # Fixed fields around one string, no tagged field: one unpack reads them with the
+        # string's length and the tag count, and an empty string without tags (a consumer's
+        # usual commit metadata) needs nothing else
+        # (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+        before, text, after = shape
+        general: list[str] = []
+        expr = self._decode_fields(general, fields, version, flexible, depth, cls, local)
+        annotation = f"{local[text.attr]}: {_python_type(text, self.struct_cls)}"
+        general.remove(annotation)
+        n, tag_count = f"n{depth}", f"tag_count{depth}"
+        fmt = ">" + "".join(FIXED_FORMATS[g.type][0] for g in before) + "B"
+        fmt += "".join(FIXED_FORMATS[g.type][0] for g in after) + "B"
+        size = sum(FIXED_FORMATS[g.type][1] for g in before + after) + 2
+        targets = [local[g.attr] for g in before] + [n] + [local[g.attr] for g in after] + [tag_count]
+        lines.append(annotation)
+        lines.append(f"{', '.join(targets)} = {self.fmt_const(fmt)}.unpack_from(data, pos)")
+        lines.append(f"if {n} == 1 and {tag_count} == 0:")
+        lines.append(f"    {local[text.attr]} = ''")
+        lines.append(f"    pos += {size}")
+        lines.append("else:")
+        lines += ["    " + line for line in general]
+        return expr
+
+    def _decode_fields(
+        self,
+        lines: list[str],
+        fields: list[FieldSpec],
+        version: int,
+        flexible: bool,
+        depth: int,
+        cls: str,
+        local: dict[str, str],
+    ) -> str:
         names: dict[str, str] = {}
         batch: list[FieldSpec] = []
-        local = {f.attr: self._fresh(f"v_{f.attr}") for f in fields}
 
         def var(f: FieldSpec) -> str:
             return local[f.attr]
 
-        def flush() -> None:
+        def flush(next_byte: str | None = None, next_fmt: str = "B") -> int:
+            """Unpack the batch; with ``next_byte``, also the byte after it into that local.
+
+            Returns the batch's size when ``pos`` is left at its start (``next_byte`` given), so
+            the caller advances past it and the byte in one step
+            (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+            """
             if not batch:
-                return
+                if next_byte is not None:
+                    lines.append(f"{next_byte} = data[pos]")
+                return 0
             fmt = ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch)
             size = sum(FIXED_FORMATS[f.type][1] for f in batch)
+            targets = [var(f) for f in batch]
+            if next_byte is not None:
+                fmt += next_fmt
+                targets.append(next_byte)
             const = self.fmt_const(fmt)
-            targets = ", ".join(var(f) for f in batch) + ("," if len(batch) == 1 else "")
-            lines.append(f"{targets} = {const}.unpack_from(data, pos)")
-            lines.append(f"pos += {size}")
+            lines.append(
+                f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {const}.unpack_from(data, pos)"
+            )
             batch.clear()
+            if next_byte is None:
+                lines.append(f"pos += {size}")
+                return 0
+            return size
 
         for f in fields:
             if not f.present(version) or f.tagged_in(version):
@@ -161,10 +213,13 @@ class ModuleEmitter:
             if f.type in FIXED_FORMATS:
                 batch.append(f)
                 continue
-            flush()
+            length_fmt = _length_format(f, version, flexible) if batch else None
+            prefetch = length_fmt is not None
+            skipped = flush(f"n{depth}" if prefetch else None, length_fmt or "B")
             lines.append(f"{var(f)}: {_python_type(f, self.struct_cls)}")
-            self._decode_value(lines, f, version, flexible, depth, var(f))
-        flush()
+            self._decode_value(lines, f, version, flexible, depth, var(f), skipped if prefetch else None)
+        if not flexible:
+            flush()
 
         if flexible:
             tagged = sorted(
@@ -175,9 +230,17 @@ class ModuleEmitter:
                 lines.append(
                     f"{var(f)}: {_python_type(f, self.struct_cls)} = {default_literal(f, self.struct_cls)}"
                 )
-            lines.append("if data[pos] == 0:")
-            lines.append("    pos += 1")
-            lines.append("else:")
+            tag_count = f"tag_count{depth}"
+            tag_skipped = flush(tag_count) if batch else None
+            if tag_skipped is None:
+                lines.append("if data[pos] == 0:")
+                lines.append("    pos += 1")
+                lines.append("else:")
+            else:
+                lines.append(f"if {tag_count} == 0:")
+                lines.append(f"    pos += {tag_skipped + 1}")
+                lines.append("else:")
+                lines.append(f"    pos += {tag_skipped}")
             lines.append(f"    n_tags{depth}, pos = read_uvarint(data, pos)")
             lines.append(f"    for _ in range(n_tags{depth}):")
             lines.append(f"        tag{depth}, pos = read_uvarint(data, pos)")
@@ -194,14 +257,23 @@ class ModuleEmitter:
         args = [names.get(f.attr) or default_literal(f, self.struct_cls) for f in fields]
         return f"{cls}({', '.join(args)})"
 
-    def _decode_length(self, lines: list[str], compact: bool, wide: bool, target: str) -> None:
+    def _decode_length(
+        self, lines: list[str], compact: bool, wide: bool, target: str, skipped: int | None = None
+    ) -> None:
+        """Read a length into ``target``; with ``skipped``, its first byte is already there and
+        ``pos`` is that many bytes before it (see ``_decode_struct``'s ``flush``)."""
         if compact:
-            lines.append(f"{target} = data[pos]")
+            if skipped is None:
+                lines.append(f"{target} = data[pos]")
             lines.append(f"if {target} < 128:")
-            lines.append("    pos += 1")
+            lines.append(f"    pos += {(skipped or 0) + 1}")
             lines.append("else:")
+            if skipped:
+                lines.append(f"    pos += {skipped}")
             lines.append(f"    {target}, pos = read_uvarint(data, pos)")
             lines.append(f"{target} -= 1")
+        elif skipped is not None:
+            lines.append(f"pos += {skipped + (4 if wide else 2)}")
         else:
             const = self.fmt_const(">i" if wide else ">h")
             lines.append(f"{target}, = {const}.unpack_from(data, pos)")
@@ -215,7 +287,14 @@ class ModuleEmitter:
             lines.append(f"    raise DecodeError('non-nullable field {f.name} is null')")
 
     def _decode_value(
-        self, lines: list[str], f: FieldSpec, version: int, flexible: bool, depth: int, target: str
+        self,
+        lines: list[str],
+        f: FieldSpec,
+        version: int,
+        flexible: bool,
+        depth: int,
+        target: str,
+        skipped: int | None = None,
     ) -> None:
         compact = f.compact_in(version, flexible)
         n = f"n{depth}"
@@ -224,19 +303,25 @@ class ModuleEmitter:
             lines.append(f"{target}, = {self.fmt_const('>' + fmt)}.unpack_from(data, pos)")
             lines.append(f"pos += {size}")
         elif f.type == "string":
-            self._decode_length(lines, compact, False, n)
-            self._null_or_error(lines, f, version, n, target)
-            lines.append("else:")
+            self._decode_length(lines, compact, False, n, skipped)
+            # The empty string (a consumer's usual commit metadata) skips the slice and decode.
+            lines.append(f"if {n} > 0:")
             lines.append(f"    {target} = str(data[pos:pos + {n}], 'utf-8')")
             lines.append(f"    pos += {n}")
+            lines.append(f"elif {n} == 0:")
+            lines.append(f"    {target} = ''")
+            lines.append("else:")
+            null: list[str] = []
+            self._null_or_error(null, f, version, n, target)
+            lines += null[1:]  # its body, already indented, without its ``if``
         elif f.type in ("bytes", "records"):
-            self._decode_length(lines, compact, True, n)
+            self._decode_length(lines, compact, True, n, skipped)
             self._null_or_error(lines, f, version, n, target)
             lines.append("else:")
             lines.append(f"    {target} = data[pos:pos + {n}]")
             lines.append(f"    pos += {n}")
         elif f.is_array:
-            self._decode_length(lines, compact, True, n)
+            self._decode_length(lines, compact, True, n, skipped)
             self._null_or_error(lines, f, version, n, target)
             lines.append(f"elif {n} > len(data) - pos:")
             lines.append(f"    raise DecodeError('array {f.name} longer than the frame')")
@@ -317,14 +402,27 @@ class ModuleEmitter:
     ) -> None:
         batch: list[FieldSpec] = []
 
-        def flush() -> None:
+        def flush(suffix: str = "") -> None:
             if not batch:
+                if suffix == "x":
+                    lines.append(f"{out}.append(0)")
                 return
-            fmt = ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch)
+            fmt = ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch) + suffix
             const = self.fmt_const(fmt)
             values = ", ".join(f"{obj}.{f.attr}" for f in batch)
             lines.append(f"{out} += {const}.pack({values})")
             batch.clear()
+
+        def take_batch() -> tuple[str, str] | None:
+            """The pending batch as (format, values), for a compact length to join its pack."""
+            if not batch:
+                return None
+            taken = (
+                ">" + "".join(FIXED_FORMATS[f.type][0] for f in batch),
+                ", ".join(f"{obj}.{f.attr}" for f in batch),
+            )
+            batch.clear()
+            return taken
 
         # Kafka refuses to drop a non-default value of a field this version lacks, unless the
         # field is marked ignorable (then the value is silently dropped). Checked before writing.
@@ -334,22 +432,61 @@ class ModuleEmitter:
                 lines.append(
                     f"    raise ValueError('attempted to write a non-default {f.name} at version {version}')"
                 )
-        for f in fields:
-            if not f.present(version) or f.tagged_in(version):
-                continue
-            if f.type in FIXED_FORMATS:
-                batch.append(f)
-                continue
-            flush()
-            self._encode_value(lines, f, version, flexible, depth, f"{obj}.{f.attr}", out)
-        flush()
-        if not flexible:
-            return
         tagged = sorted(
             (f for f in fields if f.present(version) and f.tagged_in(version)), key=lambda f: f.tag or 0
         )
-        if not tagged:
-            lines.append(f"{out}.append(0)")
+        written = [f for f in fields if f.present(version) and not f.tagged_in(version)]
+        i = 0
+        while i < len(written):
+            f = written[i]
+            i += 1
+            if f.type in FIXED_FORMATS:
+                batch.append(f)
+                continue
+            if f.type not in ("string", "bytes", "records"):
+                flush()
+                self._encode_value(lines, f, version, flexible, depth, f"{obj}.{f.attr}", out)
+                continue
+            tail: list[FieldSpec] = []
+            while i < len(written) and written[i].type in FIXED_FORMATS:
+                tail.append(written[i])
+                i += 1
+            ends = flexible and not tagged and i == len(written)
+            if f.type != "string" or not batch or not f.compact_in(version, flexible):
+                batch_and_length = take_batch()
+                self._encode_value(
+                    lines, f, version, flexible, depth, f"{obj}.{f.attr}", out, batch_and_length
+                )
+                batch.extend(tail)
+                continue
+            # An empty string (a consumer's usual commit metadata) is written in one pack with
+            # the fixed fields around it (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+            before = list(batch)
+            fmt = ">" + "".join(FIXED_FORMATS[g.type][0] for g in before) + "B"
+            fmt += "".join(FIXED_FORMATS[g.type][0] for g in tail) + ("x" if ends else "")
+            values = [f"{obj}.{g.attr}" for g in before] + ["1"] + [f"{obj}.{g.attr}" for g in tail]
+            lines.append(f"if {obj}.{f.attr} == '':")
+            lines.append(f"    {out} += {self.fmt_const(fmt)}.pack({', '.join(values)})")
+            lines.append("else:")
+            general: list[str] = []
+            self._encode_value(general, f, version, flexible, depth, f"{obj}.{f.attr}", out, take_batch())
+            if tail or ends:
+                tail_fmt = ">" + "".join(FIXED_FORMATS[g.type][0] for g in tail) + ("x" if ends else "")
+                if tail_fmt == ">x":
+                    general.append(f"{out}.append(0)")
+                else:
+                    tail_values = ", ".join(f"{obj}.{g.attr}" for g in tail)
+                    general.append(f"{out} += {self.fmt_const(tail_fmt)}.pack({tail_values})")
+            lines += ["    " + line for line in general]
+            if ends:
+                return
+        if flexible and not tagged:
+            # The empty tagged-field section is a pad byte of the batch's pack
+            # (docs/performance.md#the-codecs-one-unpack-per-run-of-fixed-fields).
+            flush("x")
+            return
+        flush()
+        if not flexible:
             return
         conditions = [f"{obj}.{f.attr} != {default_literal(f, self.struct_cls)}" for f in tagged]
         count = f"tags{depth}"
@@ -385,29 +522,67 @@ class ModuleEmitter:
             return f"not {expr}"
         return f"{expr} != {default}"
 
-    def _encode_length(self, lines: list[str], compact: bool, wide: bool, expr: str, out: str) -> None:
+    def _encode_length(
+        self,
+        lines: list[str],
+        compact: bool,
+        wide: bool,
+        expr: str,
+        out: str,
+        pending: tuple[str, str] | None = None,
+    ) -> None:
+        """Write a length; ``pending`` (a batch's format and values) is packed before it."""
         if compact:
             # Nearly every compact length fits one byte: written inline, no call
-            # (docs/performance.md#calls-per-request-on-the-hot-paths).
+            # (docs/performance.md#calls-per-request-on-the-hot-paths), and packed with the
+            # fixed fields before it when there are some.
             n = self._fresh("u")
             lines.append(f"{n} = {expr} + 1")
             lines.append(f"if {n} < 128:")
-            lines.append(f"    {out}.append({n})")
+            if pending is None:
+                lines.append(f"    {out}.append({n})")
+            else:
+                fmt, values = pending
+                lines.append(f"    {out} += {self.fmt_const(fmt + 'B')}.pack({values}, {n})")
             lines.append("else:")
+            if pending is not None:
+                fmt, values = pending
+                lines.append(f"    {out} += {self.fmt_const(fmt)}.pack({values})")
             lines.append(f"    write_uvarint({out}, {n})")
+        elif pending is not None:
+            fmt, values = pending
+            lines.append(f"{out} += {self.fmt_const(fmt + ('i' if wide else 'h'))}.pack({values}, {expr})")
         else:
             lines.append(f"{out} += {self.fmt_const('>i' if wide else '>h')}.pack({expr})")
 
-    def _encode_null(self, lines: list[str], compact: bool, wide: bool, out: str) -> None:
-        if compact:
+    def _encode_null(
+        self, lines: list[str], compact: bool, wide: bool, out: str, pending: tuple[str, str] | None = None
+    ) -> None:
+        if compact and pending is not None:
+            fmt, values = pending
+            lines.append(f"    {out} += {self.fmt_const(fmt + 'x')}.pack({values})")
+        elif compact:
             lines.append(f"    {out}.append(0)")
+        elif pending is not None:
+            fmt, values = pending
+            lines.append(f"    {out} += {self.fmt_const(fmt + ('i' if wide else 'h'))}.pack({values}, -1)")
         else:
             null_length = b"\xff\xff\xff\xff" if wide else b"\xff\xff"
             lines.append(f"    {out} += {null_length!r}")
 
     def _encode_value(
-        self, lines: list[str], f: FieldSpec, version: int, flexible: bool, depth: int, expr: str, out: str
+        self,
+        lines: list[str],
+        f: FieldSpec,
+        version: int,
+        flexible: bool,
+        depth: int,
+        expr: str,
+        out: str,
+        pending: tuple[str, str] | None = None,
     ) -> None:
+        """Write ``expr``; ``pending`` (only for a string or bytes field) is a batch of fixed
+        fields before it, packed together with its length."""
         compact = f.compact_in(version, flexible)
         nullable = f.nullable_in(version)
         v = self._fresh("x")
@@ -424,7 +599,7 @@ class ModuleEmitter:
                 lines.append(f"    raise ValueError('{f.name} cannot be null in version {version}')")
             if nullable:
                 lines.append(f"if {v} is None:")
-                self._encode_null(lines, compact, wide, out)
+                self._encode_null(lines, compact, wide, out, pending)
                 lines.append("else:")
                 indent = "    "
             else:
@@ -434,7 +609,7 @@ class ModuleEmitter:
             if f.type == "string":
                 raw = self._fresh("b")
                 inner.append(f"{raw} = {v}.encode()")
-            self._encode_length(inner, compact, wide, f"len({raw})", out)
+            self._encode_length(inner, compact, wide, f"len({raw})", out, pending)
             inner.append(f"{out} += {raw}")
             lines += [indent + line for line in inner]
             return
@@ -529,3 +704,30 @@ def _element_field(f: FieldSpec) -> FieldSpec:
         fields=None,
         struct_name=None,
     )
+
+
+def _length_format(f: FieldSpec, version: int, flexible: bool) -> str | None:
+    """The struct format of the length ``f`` starts with (the bytes a batch may read ahead):
+    ``B`` for the first byte of a compact (varint) length, ``h`` or ``i`` for a fixed one."""
+    if f.type in FIXED_FORMATS or (f.fields is not None and not f.is_array):
+        return None
+    if f.compact_in(version, flexible):
+        return "B"
+    return "h" if f.type == "string" and not f.is_array else "i"
+
+
+def _fixed_around_one_string(
+    fields: list[FieldSpec], version: int, flexible: bool
+) -> tuple[list[FieldSpec], FieldSpec, list[FieldSpec]] | None:
+    """(fixed fields before, the string, fixed fields after) of a flexible struct made only of
+    fixed fields and one compact string after at least one of them, with no tagged field."""
+    if not flexible or any(f.present(version) and f.tagged_in(version) for f in fields):
+        return None
+    written = [f for f in fields if f.present(version)]
+    variable = [i for i, f in enumerate(written) if f.type not in FIXED_FORMATS]
+    if len(variable) != 1 or variable[0] == 0:
+        return None
+    text = written[variable[0]]
+    if text.type != "string" or text.is_array or not text.compact_in(version, flexible):
+        return None
+    return written[: variable[0]], text, written[variable[0] + 1 :]

@@ -10,8 +10,13 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>qh')
-_S2 = Struct('>ih')
+_S1 = Struct('>qhh')
+_S2 = Struct('>qhB')
+_S3 = Struct('>qhBx')
+_S4 = Struct('>qh')
+_S5 = Struct('>ih')
+_S6 = Struct('>ihB')
+_S7 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -32,21 +37,23 @@ def decode_add_offsets_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddOffs
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
-    v_group_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, n0 = _S1.unpack_from(data, pos)
+    v_group_id_4: str
+    pos += 12
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     return AddOffsetsToTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_group_id_4), pos
 
 
@@ -55,10 +62,9 @@ def encode_add_offsets_to_txn_request_v0(m: AddOffsetsToTxnRequest, out: bytearr
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_3 = m.group_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.producer_id, m.producer_epoch, len(b_4))
     out += b_4
 
 
@@ -66,21 +72,23 @@ def decode_add_offsets_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddOffs
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
-    v_group_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, n0 = _S1.unpack_from(data, pos)
+    v_group_id_4: str
+    pos += 12
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     return AddOffsetsToTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_group_id_4), pos
 
 
@@ -89,10 +97,9 @@ def encode_add_offsets_to_txn_request_v1(m: AddOffsetsToTxnRequest, out: bytearr
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_3 = m.group_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.producer_id, m.producer_epoch, len(b_4))
     out += b_4
 
 
@@ -100,21 +107,23 @@ def decode_add_offsets_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddOffs
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
-    v_group_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, n0 = _S1.unpack_from(data, pos)
+    v_group_id_4: str
+    pos += 12
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     return AddOffsetsToTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_group_id_4), pos
 
 
@@ -123,10 +132,9 @@ def encode_add_offsets_to_txn_request_v2(m: AddOffsetsToTxnRequest, out: bytearr
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
     x_3 = m.group_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.producer_id, m.producer_epoch, len(b_4))
     out += b_4
 
 
@@ -138,25 +146,28 @@ def decode_add_offsets_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddOffs
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
-    v_group_id_4: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, n0 = _S2.unpack_from(data, pos)
+    v_group_id_4: str
+    if n0 < 128:
+        pos += 11
+    else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     if data[pos] == 0:
         pos += 1
     else:
@@ -178,16 +189,19 @@ def encode_add_offsets_to_txn_request_v3(m: AddOffsetsToTxnRequest, out: bytearr
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
-    x_4 = m.group_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.group_id == '':
+        out += _S3.pack(m.producer_id, m.producer_epoch, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
-    out.append(0)
+        x_4 = m.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
+        else:
+            out += _S4.pack(m.producer_id, m.producer_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
+        out.append(0)
 
 
 def decode_add_offsets_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
@@ -198,25 +212,28 @@ def decode_add_offsets_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddOffs
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3 = _S1.unpack_from(data, pos)
-    pos += 10
-    v_group_id_4: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, n0 = _S2.unpack_from(data, pos)
+    v_group_id_4: str
+    if n0 < 128:
+        pos += 11
+    else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     if data[pos] == 0:
         pos += 1
     else:
@@ -238,54 +255,57 @@ def encode_add_offsets_to_txn_request_v4(m: AddOffsetsToTxnRequest, out: bytearr
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch)
-    x_4 = m.group_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.group_id == '':
+        out += _S3.pack(m.producer_id, m.producer_epoch, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
-    out.append(0)
+        x_4 = m.group_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.producer_id, m.producer_epoch, u_6)
+        else:
+            out += _S4.pack(m.producer_id, m.producer_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
+        out.append(0)
 
 
 def decode_add_offsets_to_txn_response_v0(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v0(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v1(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v1(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v2(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
     pos += 6
     return AddOffsetsToTxnResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_add_offsets_to_txn_response_v2(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -296,16 +316,15 @@ def decode_add_offsets_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v3(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S7.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -316,5 +335,4 @@ def decode_add_offsets_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddOff
 
 
 def encode_add_offsets_to_txn_response_v4(m: AddOffsetsToTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S7.pack(m.throttle_time_ms, m.error_code)

@@ -10,10 +10,17 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>qh')
+_S1 = Struct('>qhi')
 _S2 = Struct('>i')
-_S3 = Struct('>qh?')
-_S4 = Struct('>ih')
+_S3 = Struct('>qh')
+_S4 = Struct('>qhB')
+_S5 = Struct('>qh?B')
+_S6 = Struct('>qh?')
+_S7 = Struct('>ii')
+_S8 = Struct('>ih')
+_S9 = Struct('>iB')
+_S10 = Struct('>ihB')
+_S11 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -70,16 +77,16 @@ def decode_add_partitions_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddP
     v_v3_and_below_transactional_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field V3AndBelowTopics is null')
     elif n0 > len(data) - pos:
@@ -91,11 +98,13 @@ def decode_add_partitions_to_txn_request_v0(data: bytes, pos: int) -> tuple[AddP
             v_name_7: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -117,7 +126,7 @@ def encode_add_partitions_to_txn_request_v0(m: AddPartitionsToTxnRequest, out: b
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_3 = m.v3_and_below_topics
     out += _S2.pack(len(x_3))
     for e_4 in x_3:
@@ -134,16 +143,16 @@ def decode_add_partitions_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddP
     v_v3_and_below_transactional_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field V3AndBelowTopics is null')
     elif n0 > len(data) - pos:
@@ -155,11 +164,13 @@ def decode_add_partitions_to_txn_request_v1(data: bytes, pos: int) -> tuple[AddP
             v_name_7: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -181,7 +192,7 @@ def encode_add_partitions_to_txn_request_v1(m: AddPartitionsToTxnRequest, out: b
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_3 = m.v3_and_below_topics
     out += _S2.pack(len(x_3))
     for e_4 in x_3:
@@ -198,16 +209,16 @@ def decode_add_partitions_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddP
     v_v3_and_below_transactional_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field V3AndBelowTopics is null')
     elif n0 > len(data) - pos:
@@ -219,11 +230,13 @@ def decode_add_partitions_to_txn_request_v2(data: bytes, pos: int) -> tuple[AddP
             v_name_7: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -245,7 +258,7 @@ def encode_add_partitions_to_txn_request_v2(m: AddPartitionsToTxnRequest, out: b
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_3 = m.v3_and_below_topics
     out += _S2.pack(len(x_3))
     for e_4 in x_3:
@@ -266,18 +279,19 @@ def decode_add_partitions_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddP
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
-    else:
+    if n0 > 0:
         v_v3_and_below_transactional_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
-    v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_v3_and_below_transactional_id_2 = ''
     else:
+        raise DecodeError('non-nullable field V3AndBelowTransactionalId is null')
+    v_v3_and_below_producer_id_3, v_v3_and_below_producer_epoch_4, n0 = _S4.unpack_from(data, pos)
+    v_v3_and_below_topics_5: list[AddPartitionsToTxnTopic]
+    if n0 < 128:
+        pos += 11
+    else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -295,11 +309,13 @@ def decode_add_partitions_to_txn_request_v3(data: bytes, pos: int) -> tuple[AddP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_8: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -347,7 +363,7 @@ def encode_add_partitions_to_txn_request_v3(m: AddPartitionsToTxnRequest, out: b
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
+    out += _S3.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_4 = m.v3_and_below_topics
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -397,18 +413,19 @@ def decode_add_partitions_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_8, v_producer_epoch_9, v_verify_only_10 = _S3.unpack_from(data, pos)
-            pos += 11
-            v_topics_11: list[AddPartitionsToTxnTopic]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_transactional_id_7 = ''
             else:
+                raise DecodeError('non-nullable field TransactionalId is null')
+            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S5.unpack_from(data, pos)
+            v_topics_11: list[AddPartitionsToTxnTopic]
+            if n1 < 128:
+                pos += 12
+            else:
+                pos += 11
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -426,11 +443,13 @@ def decode_add_partitions_to_txn_request_v4(data: bytes, pos: int) -> tuple[AddP
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_14: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -501,7 +520,7 @@ def encode_add_partitions_to_txn_request_v4(m: AddPartitionsToTxnRequest, out: b
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        out += _S6.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
         x_7 = e_3.topics
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -552,18 +571,19 @@ def decode_add_partitions_to_txn_request_v5(data: bytes, pos: int) -> tuple[AddP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_8, v_producer_epoch_9, v_verify_only_10 = _S3.unpack_from(data, pos)
-            pos += 11
-            v_topics_11: list[AddPartitionsToTxnTopic]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_transactional_id_7 = ''
             else:
+                raise DecodeError('non-nullable field TransactionalId is null')
+            v_producer_id_8, v_producer_epoch_9, v_verify_only_10, n1 = _S5.unpack_from(data, pos)
+            v_topics_11: list[AddPartitionsToTxnTopic]
+            if n1 < 128:
+                pos += 12
+            else:
+                pos += 11
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -581,11 +601,13 @@ def decode_add_partitions_to_txn_request_v5(data: bytes, pos: int) -> tuple[AddP
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_14: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -656,7 +678,7 @@ def encode_add_partitions_to_txn_request_v5(m: AddPartitionsToTxnRequest, out: b
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
+        out += _S6.pack(e_3.producer_id, e_3.producer_epoch, e_3.verify_only)
         x_7 = e_3.topics
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -685,11 +707,9 @@ def encode_add_partitions_to_txn_request_v5(m: AddPartitionsToTxnRequest, out: b
 
 
 def decode_add_partitions_to_txn_response_v0(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field ResultsByTopicV3AndBelow is null')
     elif n0 > len(data) - pos:
@@ -701,11 +721,13 @@ def decode_add_partitions_to_txn_response_v0(data: bytes, pos: int) -> tuple[Add
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -717,7 +739,7 @@ def decode_add_partitions_to_txn_response_v0(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S8.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -738,15 +760,13 @@ def encode_add_partitions_to_txn_response_v0(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S8.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field ResultsByTopicV3AndBelow is null')
     elif n0 > len(data) - pos:
@@ -758,11 +778,13 @@ def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[Add
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -774,7 +796,7 @@ def decode_add_partitions_to_txn_response_v1(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S8.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -795,15 +817,13 @@ def encode_add_partitions_to_txn_response_v1(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S8.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field ResultsByTopicV3AndBelow is null')
     elif n0 > len(data) - pos:
@@ -815,11 +835,13 @@ def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[Add
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -831,7 +853,7 @@ def decode_add_partitions_to_txn_response_v2(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
+                    v_partition_index_9, v_partition_error_code_10 = _S8.unpack_from(data, pos)
                     pos += 6
                     append_8(AddPartitionsToTxnPartitionResult(v_partition_index_9, v_partition_error_code_10))
             append_5(AddPartitionsToTxnTopicResult(v_name_6, v_results_by_partition_7))
@@ -852,17 +874,16 @@ def encode_add_partitions_to_txn_response_v2(m: AddPartitionsToTxnResponse, out:
         x_5 = e_2.results_by_partition
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.partition_error_code)
+            out += _S8.pack(e_6.partition_index, e_6.partition_error_code)
 
 
 def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_results_by_topic_v3_and_below_4: list[AddPartitionsToTxnTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -880,11 +901,13 @@ def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[Add
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_results_by_partition_7: list[AddPartitionsToTxnPartitionResult]
             n1 = data[pos]
             if n1 < 128:
@@ -900,11 +923,11 @@ def decode_add_partitions_to_txn_response_v3(data: bytes, pos: int) -> tuple[Add
                 v_results_by_partition_7 = []
                 append_8 = v_results_by_partition_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_partition_error_code_10 = _S4.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_partition_error_code_10, tag_count2 = _S10.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -960,20 +983,18 @@ def encode_add_partitions_to_txn_response_v3(m: AddPartitionsToTxnResponse, out:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S4.pack(e_9.partition_index, e_9.partition_error_code)
-            out.append(0)
+            out += _S11.pack(e_9.partition_index, e_9.partition_error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_results_by_transaction_3: list[AddPartitionsToTxnResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -991,11 +1012,13 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_topic_results_7: list[AddPartitionsToTxnTopicResult]
             n1 = data[pos]
             if n1 < 128:
@@ -1018,11 +1041,13 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_results_by_partition_10: list[AddPartitionsToTxnPartitionResult]
                     n2 = data[pos]
                     if n2 < 128:
@@ -1038,11 +1063,11 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
                         v_results_by_partition_10 = []
                         append_11 = v_results_by_partition_10.append
                         for _ in range(n2):
-                            v_partition_index_12, v_partition_error_code_13 = _S4.unpack_from(data, pos)
-                            pos += 6
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S10.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 7
                             else:
+                                pos += 6
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1085,7 +1110,7 @@ def decode_add_partitions_to_txn_response_v4(data: bytes, pos: int) -> tuple[Add
 def encode_add_partitions_to_txn_response_v4(m: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if m.results_by_topic_v3_and_below:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 4')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S8.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1123,21 +1148,19 @@ def encode_add_partitions_to_txn_response_v4(m: AddPartitionsToTxnResponse, out:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S4.pack(e_15.partition_index, e_15.partition_error_code)
-                out.append(0)
+                out += _S11.pack(e_15.partition_index, e_15.partition_error_code)
             out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_results_by_transaction_3: list[AddPartitionsToTxnResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1155,11 +1178,13 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_topic_results_7: list[AddPartitionsToTxnTopicResult]
             n1 = data[pos]
             if n1 < 128:
@@ -1182,11 +1207,13 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_results_by_partition_10: list[AddPartitionsToTxnPartitionResult]
                     n2 = data[pos]
                     if n2 < 128:
@@ -1202,11 +1229,11 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
                         v_results_by_partition_10 = []
                         append_11 = v_results_by_partition_10.append
                         for _ in range(n2):
-                            v_partition_index_12, v_partition_error_code_13 = _S4.unpack_from(data, pos)
-                            pos += 6
-                            if data[pos] == 0:
-                                pos += 1
+                            v_partition_index_12, v_partition_error_code_13, tag_count3 = _S10.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 7
                             else:
+                                pos += 6
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1249,7 +1276,7 @@ def decode_add_partitions_to_txn_response_v5(data: bytes, pos: int) -> tuple[Add
 def encode_add_partitions_to_txn_response_v5(m: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if m.results_by_topic_v3_and_below:
         raise ValueError('attempted to write a non-default ResultsByTopicV3AndBelow at version 5')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
+    out += _S8.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.results_by_transaction
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1287,8 +1314,7 @@ def encode_add_partitions_to_txn_response_v5(m: AddPartitionsToTxnResponse, out:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S4.pack(e_15.partition_index, e_15.partition_error_code)
-                out.append(0)
+                out += _S11.pack(e_15.partition_index, e_15.partition_error_code)
             out.append(0)
         out.append(0)
     out.append(0)

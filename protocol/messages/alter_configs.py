@@ -10,9 +10,19 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>b')
+_S1 = Struct('>bh')
 _S2 = Struct('>h')
 _S3 = Struct('>?')
+_S4 = Struct('>bB')
+_S5 = Struct('>?B')
+_S6 = Struct('>b')
+_S7 = Struct('>?x')
+_S8 = Struct('>ii')
+_S9 = Struct('>hh')
+_S10 = Struct('>iB')
+_S11 = Struct('>hB')
+_S12 = Struct('>hBb')
+_S13 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -60,16 +70,16 @@ def decode_alter_configs_request_v0(data: bytes, pos: int) -> tuple[AlterConfigs
         v_resources_1 = []
         append_3 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_4, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_4, n1 = _S1.unpack_from(data, pos)
             v_resource_name_5: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -84,19 +94,23 @@ def decode_alter_configs_request_v0(data: bytes, pos: int) -> tuple[AlterConfigs
                     v_name_8: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_9: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_9 = None
-                    else:
+                    if n2 > 0:
                         v_value_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_9 = ''
+                    else:
+                        v_value_9 = None
                     append_7(AlterableConfig(v_name_8, v_value_9))
             append_3(AlterConfigsResource(v_resource_type_4, v_resource_name_5, v_configs_6))
     v_validate_only_2, = _S3.unpack_from(data, pos)
@@ -108,10 +122,9 @@ def encode_alter_configs_request_v0(m: AlterConfigsRequest, out: bytearray) -> N
     x_1 = m.resources
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
         x_5 = e_2.configs
         out += _S0.pack(len(x_5))
@@ -142,16 +155,16 @@ def decode_alter_configs_request_v1(data: bytes, pos: int) -> tuple[AlterConfigs
         v_resources_1 = []
         append_3 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_4, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_4, n1 = _S1.unpack_from(data, pos)
             v_resource_name_5: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -166,19 +179,23 @@ def decode_alter_configs_request_v1(data: bytes, pos: int) -> tuple[AlterConfigs
                     v_name_8: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_9: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_9 = None
-                    else:
+                    if n2 > 0:
                         v_value_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_9 = ''
+                    else:
+                        v_value_9 = None
                     append_7(AlterableConfig(v_name_8, v_value_9))
             append_3(AlterConfigsResource(v_resource_type_4, v_resource_name_5, v_configs_6))
     v_validate_only_2, = _S3.unpack_from(data, pos)
@@ -190,10 +207,9 @@ def encode_alter_configs_request_v1(m: AlterConfigsRequest, out: bytearray) -> N
     x_1 = m.resources
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
         x_5 = e_2.configs
         out += _S0.pack(len(x_5))
@@ -228,20 +244,21 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
         v_resources_1 = []
         append_3 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_4, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_4, n1 = _S4.unpack_from(data, pos)
             v_resource_name_5: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_6: list[AlterableConfig]
             n1 = data[pos]
             if n1 < 128:
@@ -264,11 +281,13 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_8 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_8 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_9: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -276,11 +295,13 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_9 = None
-                    else:
+                    if n2 > 0:
                         v_value_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_9 = ''
+                    else:
+                        v_value_9 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -301,11 +322,11 @@ def decode_alter_configs_request_v2(data: bytes, pos: int) -> tuple[AlterConfigs
                     end1 = pos + size1
                     pos = end1
             append_3(AlterConfigsResource(v_resource_type_4, v_resource_name_5, v_configs_6))
-    v_validate_only_2, = _S3.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_validate_only_2, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -323,15 +344,18 @@ def encode_alter_configs_request_v2(m: AlterConfigsRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.resource_name == '':
+            out += _S4.pack(e_3.resource_type, 1)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S4.pack(e_3.resource_type, u_6)
+            else:
+                out += _S6.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.configs
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -360,16 +384,13 @@ def encode_alter_configs_request_v2(m: AlterConfigsRequest, out: bytearray) -> N
                 out += b_14
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.validate_only)
-    out.append(0)
+    out += _S7.pack(m.validate_only)
 
 
 def decode_alter_configs_response_v0(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -378,26 +399,26 @@ def decode_alter_configs_response_v0(data: bytes, pos: int) -> tuple[AlterConfig
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            pos += 4
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_resource_name_7: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
+            elif n1 == 0:
+                v_error_message_5 = ''
             else:
+                v_error_message_5 = None
+            v_resource_type_6, n1 = _S1.unpack_from(data, pos)
+            v_resource_name_7: str
+            pos += 3
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             append_3(AlterConfigsResourceResponse(v_error_code_4, v_error_message_5, v_resource_type_6, v_resource_name_7))
     return AlterConfigsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
@@ -407,27 +428,23 @@ def encode_alter_configs_response_v0(m: AlterConfigsResponse, out: bytearray) ->
     x_1 = m.responses
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S9.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S9.pack(e_2.error_code, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.resource_type)
         x_5 = e_2.resource_name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_type, len(b_6))
         out += b_6
 
 
 def decode_alter_configs_response_v1(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -436,26 +453,26 @@ def decode_alter_configs_response_v1(data: bytes, pos: int) -> tuple[AlterConfig
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S9.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            pos += 4
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_resource_name_7: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
+            elif n1 == 0:
+                v_error_message_5 = ''
             else:
+                v_error_message_5 = None
+            v_resource_type_6, n1 = _S1.unpack_from(data, pos)
+            v_resource_name_7: str
+            pos += 3
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             append_3(AlterConfigsResourceResponse(v_error_code_4, v_error_message_5, v_resource_type_6, v_resource_name_7))
     return AlterConfigsResponse(v_throttle_time_ms_1, v_responses_2), pos
 
@@ -465,29 +482,26 @@ def encode_alter_configs_response_v1(m: AlterConfigsResponse, out: bytearray) ->
     x_1 = m.responses
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S9.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S9.pack(e_2.error_code, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.resource_type)
         x_5 = e_2.resource_name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_type, len(b_6))
         out += b_6
 
 
 def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S10.unpack_from(data, pos)
     v_responses_2: list[AlterConfigsResourceResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -498,34 +512,36 @@ def decode_alter_configs_response_v2(data: bytes, pos: int) -> tuple[AlterConfig
         v_responses_2 = []
         append_3 = v_responses_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S11.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_resource_name_7: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_error_message_5 = ''
             else:
+                v_error_message_5 = None
+            v_resource_type_6, n1 = _S4.unpack_from(data, pos)
+            v_resource_name_7: str
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -557,19 +573,22 @@ def encode_alter_configs_response_v2(m: AlterConfigsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S12.pack(e_3.error_code, 1, e_3.resource_type)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S13.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
-        out += _S1.pack(e_3.resource_type)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S11.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S6.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1

@@ -10,9 +10,15 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>iq')
-_S1 = Struct('>ih')
-_S2 = Struct('>16s')
+_S0 = Struct('>iqB')
+_S1 = Struct('>iqx')
+_S2 = Struct('>ihB')
+_S3 = Struct('>16sB')
+_S4 = Struct('>ihBB')
+_S5 = Struct('>ihx')
+_S6 = Struct('>ih')
+_S7 = Struct('>16s')
+_S8 = Struct('>ihBx')
 
 
 @dataclass(slots=True)
@@ -63,11 +69,13 @@ def decode_alter_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple[
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[AlterShareGroupOffsetsRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -90,11 +98,13 @@ def decode_alter_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple[
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field TopicName is null')
             v_partitions_5: list[AlterShareGroupOffsetsRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -110,11 +120,11 @@ def decode_alter_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple[
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_start_offset_8 = _S0.unpack_from(data, pos)
-                    pos += 12
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_start_offset_8, tag_count2 = _S0.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 13
                     else:
+                        pos += 12
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -175,27 +185,27 @@ def encode_alter_share_group_offsets_request_v0(m: AlterShareGroupOffsetsRequest
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S0.pack(e_12.partition_index, e_12.start_offset)
-            out.append(0)
+            out += _S1.pack(e_12.partition_index, e_12.start_offset)
         out.append(0)
     out.append(0)
 
 
 def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S2.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_responses_4: list[AlterShareGroupOffsetsResponseTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -218,18 +228,19 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_7, = _S2.unpack_from(data, pos)
-            pos += 16
-            v_partitions_8: list[AlterShareGroupOffsetsResponsePartition]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_topic_name_6 = ''
             else:
+                raise DecodeError('non-nullable field TopicName is null')
+            v_topic_id_7, n1 = _S3.unpack_from(data, pos)
+            v_partitions_8: list[AlterShareGroupOffsetsResponsePartition]
+            if n1 < 128:
+                pos += 17
+            else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -240,29 +251,35 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
                 v_partitions_8 = []
                 append_9 = v_partitions_8.append
                 for _ in range(n1):
-                    v_partition_index_10, v_error_code_11 = _S1.unpack_from(data, pos)
-                    pos += 6
                     v_error_message_12: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_10, v_error_code_11, n2, tag_count2 = _S4.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_error_message_12 = ''
+                        pos += 8
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_error_message_12 = None
-                    else:
-                        v_error_message_12 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_10, v_error_code_11, n2 = _S2.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 7
+                        else:
+                            pos += 6
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_error_message_12 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_error_message_12 = ''
+                        else:
+                            v_error_message_12 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_9(AlterShareGroupOffsetsResponsePartition(v_partition_index_10, v_error_code_11, v_error_message_12))
             if data[pos] == 0:
                 pos += 1
@@ -287,18 +304,21 @@ def decode_alter_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple
 
 
 def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S2.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S5.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S2.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S6.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -314,7 +334,7 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
         else:
             write_uvarint(out, u_9)
         out += b_8
-        out += _S2.pack(e_6.topic_id)
+        out += _S7.pack(e_6.topic_id)
         x_10 = e_6.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -322,18 +342,21 @@ def encode_alter_share_group_offsets_response_v0(m: AlterShareGroupOffsetsRespon
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.partition_index, e_12.error_code)
-            x_13 = e_12.error_message
-            if x_13 is None:
-                out.append(0)
+            if e_12.error_message == '':
+                out += _S8.pack(e_12.partition_index, e_12.error_code, 1)
             else:
-                b_14 = x_13.encode()
-                u_15 = len(b_14) + 1
-                if u_15 < 128:
-                    out.append(u_15)
+                x_13 = e_12.error_message
+                if x_13 is None:
+                    out += _S5.pack(e_12.partition_index, e_12.error_code)
                 else:
-                    write_uvarint(out, u_15)
-                out += b_14
-            out.append(0)
+                    b_14 = x_13.encode()
+                    u_15 = len(b_14) + 1
+                    if u_15 < 128:
+                        out += _S2.pack(e_12.partition_index, e_12.error_code, u_15)
+                    else:
+                        out += _S6.pack(e_12.partition_index, e_12.error_code)
+                        write_uvarint(out, u_15)
+                    out += b_14
+                out.append(0)
         out.append(0)
     out.append(0)

@@ -9,10 +9,16 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>b')
-_S1 = Struct('>bi')
-_S2 = Struct('>i')
-_S3 = Struct('>h')
+_S0 = Struct('>bB')
+_S1 = Struct('>biB')
+_S2 = Struct('>bx')
+_S3 = Struct('>bi')
+_S4 = Struct('>iB')
+_S5 = Struct('>hB')
+_S6 = Struct('>i')
+_S7 = Struct('>hBx')
+_S8 = Struct('>hx')
+_S9 = Struct('>h')
 
 
 @dataclass(slots=True)
@@ -72,16 +78,18 @@ def decode_alter_user_scram_credentials_request_v0(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_mechanism_5, = _S0.unpack_from(data, pos)
-            pos += 1
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_mechanism_5, tag_count1 = _S0.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 2
+            else:
+                pos += 1
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -111,18 +119,19 @@ def decode_alter_user_scram_credentials_request_v0(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_mechanism_8, v_iterations_9 = _S1.unpack_from(data, pos)
-            pos += 5
-            v_salt_10: bytes
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_7 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_mechanism_8, v_iterations_9, n1 = _S1.unpack_from(data, pos)
+            v_salt_10: bytes
+            if n1 < 128:
+                pos += 6
+            else:
+                pos += 5
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -180,8 +189,7 @@ def encode_alter_user_scram_credentials_request_v0(m: AlterUserScramCredentialsR
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S0.pack(e_3.mechanism)
-        out.append(0)
+        out += _S2.pack(e_3.mechanism)
     x_7 = m.upsertions
     u_8 = len(x_7) + 1
     if u_8 < 128:
@@ -197,12 +205,12 @@ def encode_alter_user_scram_credentials_request_v0(m: AlterUserScramCredentialsR
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S1.pack(e_9.mechanism, e_9.iterations)
         x_13 = e_9.salt
         u_14 = len(x_13) + 1
         if u_14 < 128:
-            out.append(u_14)
+            out += _S1.pack(e_9.mechanism, e_9.iterations, u_14)
         else:
+            out += _S3.pack(e_9.mechanism, e_9.iterations)
             write_uvarint(out, u_14)
         out += x_13
         x_15 = e_9.salted_password
@@ -217,13 +225,12 @@ def encode_alter_user_scram_credentials_request_v0(m: AlterUserScramCredentialsR
 
 
 def decode_alter_user_scram_credentials_response_v0(data: bytes, pos: int) -> tuple[AlterUserScramCredentialsResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_results_2: list[AlterUserScramCredentialsResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -241,25 +248,28 @@ def decode_alter_user_scram_credentials_response_v0(data: bytes, pos: int) -> tu
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field User is null')
-            else:
+            if n1 > 0:
                 v_user_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S3.unpack_from(data, pos)
-            pos += 2
-            v_error_message_6: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_user_4 = ''
             else:
+                raise DecodeError('non-nullable field User is null')
+            v_error_code_5, n1 = _S5.unpack_from(data, pos)
+            v_error_message_6: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -283,7 +293,7 @@ def decode_alter_user_scram_credentials_response_v0(data: bytes, pos: int) -> tu
 
 
 def encode_alter_user_scram_credentials_response_v0(m: AlterUserScramCredentialsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms)
+    out += _S6.pack(m.throttle_time_ms)
     x_1 = m.results
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -299,17 +309,20 @@ def encode_alter_user_scram_credentials_response_v0(m: AlterUserScramCredentials
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S7.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S8.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S5.pack(e_3.error_code, u_9)
+                else:
+                    out += _S9.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

@@ -9,12 +9,19 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>i')
-_S1 = Struct('>h')
-_S2 = Struct('>hhh')
-_S3 = Struct('>hh')
-_S4 = Struct('>q')
-_S5 = Struct('>?')
+_S0 = Struct('>iB')
+_S1 = Struct('>ix')
+_S2 = Struct('>hi')
+_S3 = Struct('>hhh')
+_S4 = Struct('>h')
+_S5 = Struct('>i')
+_S6 = Struct('>hB')
+_S7 = Struct('>hhhB')
+_S8 = Struct('>hhB')
+_S9 = Struct('>q')
+_S10 = Struct('>?')
+_S11 = Struct('>hhhx')
+_S12 = Struct('>hhx')
 
 
 @dataclass(slots=True)
@@ -89,11 +96,13 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareName is null')
-    else:
+    if n0 > 0:
         v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_name_1 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareName is null')
     v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -101,11 +110,13 @@ def decode_api_versions_request_v3(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
-    else:
+    if n0 > 0:
         v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_version_2 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     if data[pos] == 0:
         pos += 1
     else:
@@ -146,11 +157,13 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareName is null')
-    else:
+    if n0 > 0:
         v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_name_1 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareName is null')
     v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -158,11 +171,13 @@ def decode_api_versions_request_v4(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
-    else:
+    if n0 > 0:
         v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_version_2 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     if data[pos] == 0:
         pos += 1
     else:
@@ -203,11 +218,13 @@ def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareName is null')
-    else:
+    if n0 > 0:
         v_client_software_name_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_name_1 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareName is null')
     v_client_software_version_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -215,11 +232,13 @@ def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
-    else:
+    if n0 > 0:
         v_client_software_version_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_software_version_2 = ''
+    else:
+        raise DecodeError('non-nullable field ClientSoftwareVersion is null')
     v_cluster_id_3: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -227,16 +246,18 @@ def decode_api_versions_request_v5(data: bytes, pos: int) -> tuple[ApiVersionsRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_node_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_cluster_id_3 = ''
     else:
+        v_cluster_id_3 = None
+    v_node_id_4, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
+    else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -274,16 +295,13 @@ def encode_api_versions_request_v5(m: ApiVersionsRequest, out: bytearray) -> Non
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S0.pack(m.node_id)
-    out.append(0)
+    out += _S1.pack(m.node_id)
 
 
 def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S2.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
     elif n0 > len(data) - pos:
@@ -292,26 +310,24 @@ def decode_api_versions_response_v0(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S3.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, 0, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v0(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S0.pack(len(x_1))
+    out += _S5.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+        out += _S3.pack(e_2.api_key, e_2.min_version, e_2.max_version)
 
 
 def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S2.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
     elif n0 > len(data) - pos:
@@ -320,29 +336,27 @@ def decode_api_versions_response_v1(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S3.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S5.unpack_from(data, pos)
     pos += 4
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v1(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S0.pack(len(x_1))
+    out += _S5.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
-    out += _S0.pack(m.throttle_time_ms)
+        out += _S3.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+    out += _S5.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S2.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field ApiKeys is null')
     elif n0 > len(data) - pos:
@@ -351,31 +365,30 @@ def decode_api_versions_response_v2(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
+            v_api_key_9, v_min_version_10, v_max_version_11 = _S3.unpack_from(data, pos)
             pos += 6
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
+    v_throttle_time_ms_3, = _S5.unpack_from(data, pos)
     pos += 4
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, [], -1, [], False), pos
 
 
 def encode_api_versions_response_v2(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
-    out += _S0.pack(len(x_1))
+    out += _S5.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.api_key, e_2.min_version, e_2.max_version)
-    out += _S0.pack(m.throttle_time_ms)
+        out += _S3.pack(e_2.api_key, e_2.min_version, e_2.max_version)
+    out += _S5.pack(m.throttle_time_ms)
 
 
 def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S6.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 3
     else:
+        pos += 2
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -386,11 +399,11 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
-            pos += 6
-            if data[pos] == 0:
-                pos += 1
+            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S7.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 7
             else:
+                pos += 6
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -398,15 +411,15 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                     end1 = pos + size1
                     pos = end1
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
-    pos += 4
     v_supported_features_4: list[SupportedFeatureKey] = []
     v_finalized_features_epoch_5: int = -1
     v_finalized_features_6: list[FinalizedFeatureKey] = []
     v_zk_migration_ready_7: bool = False
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_3, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -434,16 +447,18 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_min_version_14, v_max_version_15 = _S3.unpack_from(data, pos)
-                        pos += 4
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n1 == 0:
+                            v_name_13 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_min_version_14, v_max_version_15, tag_count1 = _S8.unpack_from(data, pos)
+                        if tag_count1 == 0:
+                            pos += 5
+                        else:
+                            pos += 4
                             n_tags1, pos = read_uvarint(data, pos)
                             for _ in range(n_tags1):
                                 tag1, pos = read_uvarint(data, pos)
@@ -452,7 +467,7 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v_finalized_features_epoch_5, = _S4.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S9.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -476,16 +491,18 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_max_version_level_18, v_min_version_level_19 = _S3.unpack_from(data, pos)
-                        pos += 4
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n1 == 0:
+                            v_name_17 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S8.unpack_from(data, pos)
+                        if tag_count1 == 0:
+                            pos += 5
+                        else:
+                            pos += 4
                             n_tags1, pos = read_uvarint(data, pos)
                             for _ in range(n_tags1):
                                 tag1, pos = read_uvarint(data, pos)
@@ -494,14 +511,14 @@ def decode_api_versions_response_v3(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v_zk_migration_ready_7, = _S5.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S10.unpack_from(data, pos)
                 pos += 1
             pos = end0
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -509,9 +526,8 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.api_key, e_3.min_version, e_3.max_version)
-        out.append(0)
-    out += _S0.pack(m.throttle_time_ms)
+        out += _S11.pack(e_3.api_key, e_3.min_version, e_3.max_version)
+    out += _S5.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:
@@ -532,14 +548,13 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_9)
             tagbuf0 += b_8
-            tagbuf0 += _S3.pack(e_6.min_version, e_6.max_version)
-            tagbuf0.append(0)
+            tagbuf0 += _S12.pack(e_6.min_version, e_6.max_version)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features_epoch != -1:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        tagbuf0 += _S4.pack(m.finalized_features_epoch)
+        tagbuf0 += _S9.pack(m.finalized_features_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features != []:
@@ -560,26 +575,24 @@ def encode_api_versions_response_v3(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_16)
             tagbuf0 += b_15
-            tagbuf0 += _S3.pack(e_13.max_version_level, e_13.min_version_level)
-            tagbuf0.append(0)
+            tagbuf0 += _S12.pack(e_13.max_version_level, e_13.min_version_level)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.zk_migration_ready != False:
         write_uvarint(out, 3)
         tagbuf0 = bytearray()
-        tagbuf0 += _S5.pack(m.zk_migration_ready)
+        tagbuf0 += _S10.pack(m.zk_migration_ready)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S6.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 3
     else:
+        pos += 2
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -590,11 +603,11 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
-            pos += 6
-            if data[pos] == 0:
-                pos += 1
+            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S7.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 7
             else:
+                pos += 6
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -602,15 +615,15 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                     end1 = pos + size1
                     pos = end1
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
-    pos += 4
     v_supported_features_4: list[SupportedFeatureKey] = []
     v_finalized_features_epoch_5: int = -1
     v_finalized_features_6: list[FinalizedFeatureKey] = []
     v_zk_migration_ready_7: bool = False
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_3, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -638,16 +651,18 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_min_version_14, v_max_version_15 = _S3.unpack_from(data, pos)
-                        pos += 4
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n1 == 0:
+                            v_name_13 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_min_version_14, v_max_version_15, tag_count1 = _S8.unpack_from(data, pos)
+                        if tag_count1 == 0:
+                            pos += 5
+                        else:
+                            pos += 4
                             n_tags1, pos = read_uvarint(data, pos)
                             for _ in range(n_tags1):
                                 tag1, pos = read_uvarint(data, pos)
@@ -656,7 +671,7 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v_finalized_features_epoch_5, = _S4.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S9.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -680,16 +695,18 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_max_version_level_18, v_min_version_level_19 = _S3.unpack_from(data, pos)
-                        pos += 4
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n1 == 0:
+                            v_name_17 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S8.unpack_from(data, pos)
+                        if tag_count1 == 0:
+                            pos += 5
+                        else:
+                            pos += 4
                             n_tags1, pos = read_uvarint(data, pos)
                             for _ in range(n_tags1):
                                 tag1, pos = read_uvarint(data, pos)
@@ -698,14 +715,14 @@ def decode_api_versions_response_v4(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v_zk_migration_ready_7, = _S5.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S10.unpack_from(data, pos)
                 pos += 1
             pos = end0
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -713,9 +730,8 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.api_key, e_3.min_version, e_3.max_version)
-        out.append(0)
-    out += _S0.pack(m.throttle_time_ms)
+        out += _S11.pack(e_3.api_key, e_3.min_version, e_3.max_version)
+    out += _S5.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:
@@ -736,14 +752,13 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_9)
             tagbuf0 += b_8
-            tagbuf0 += _S3.pack(e_6.min_version, e_6.max_version)
-            tagbuf0.append(0)
+            tagbuf0 += _S12.pack(e_6.min_version, e_6.max_version)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features_epoch != -1:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        tagbuf0 += _S4.pack(m.finalized_features_epoch)
+        tagbuf0 += _S9.pack(m.finalized_features_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features != []:
@@ -764,26 +779,24 @@ def encode_api_versions_response_v4(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_16)
             tagbuf0 += b_15
-            tagbuf0 += _S3.pack(e_13.max_version_level, e_13.min_version_level)
-            tagbuf0.append(0)
+            tagbuf0 += _S12.pack(e_13.max_version_level, e_13.min_version_level)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.zk_migration_ready != False:
         write_uvarint(out, 3)
         tagbuf0 = bytearray()
-        tagbuf0 += _S5.pack(m.zk_migration_ready)
+        tagbuf0 += _S10.pack(m.zk_migration_ready)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S6.unpack_from(data, pos)
     v_api_keys_2: list[ApiVersion]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 3
     else:
+        pos += 2
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -794,11 +807,11 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
         v_api_keys_2 = []
         append_8 = v_api_keys_2.append
         for _ in range(n0):
-            v_api_key_9, v_min_version_10, v_max_version_11 = _S2.unpack_from(data, pos)
-            pos += 6
-            if data[pos] == 0:
-                pos += 1
+            v_api_key_9, v_min_version_10, v_max_version_11, tag_count1 = _S7.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 7
             else:
+                pos += 6
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -806,15 +819,15 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                     end1 = pos + size1
                     pos = end1
             append_8(ApiVersion(v_api_key_9, v_min_version_10, v_max_version_11))
-    v_throttle_time_ms_3, = _S0.unpack_from(data, pos)
-    pos += 4
     v_supported_features_4: list[SupportedFeatureKey] = []
     v_finalized_features_epoch_5: int = -1
     v_finalized_features_6: list[FinalizedFeatureKey] = []
     v_zk_migration_ready_7: bool = False
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_3, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -842,16 +855,18 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_13 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_min_version_14, v_max_version_15 = _S3.unpack_from(data, pos)
-                        pos += 4
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n1 == 0:
+                            v_name_13 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_min_version_14, v_max_version_15, tag_count1 = _S8.unpack_from(data, pos)
+                        if tag_count1 == 0:
+                            pos += 5
+                        else:
+                            pos += 4
                             n_tags1, pos = read_uvarint(data, pos)
                             for _ in range(n_tags1):
                                 tag1, pos = read_uvarint(data, pos)
@@ -860,7 +875,7 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_12(SupportedFeatureKey(v_name_13, v_min_version_14, v_max_version_15))
             elif tag0 == 1:
-                v_finalized_features_epoch_5, = _S4.unpack_from(data, pos)
+                v_finalized_features_epoch_5, = _S9.unpack_from(data, pos)
                 pos += 8
             elif tag0 == 2:
                 n0 = data[pos]
@@ -884,16 +899,18 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                         else:
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n1 > 0:
                             v_name_17 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_max_version_level_18, v_min_version_level_19 = _S3.unpack_from(data, pos)
-                        pos += 4
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n1 == 0:
+                            v_name_17 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_max_version_level_18, v_min_version_level_19, tag_count1 = _S8.unpack_from(data, pos)
+                        if tag_count1 == 0:
+                            pos += 5
+                        else:
+                            pos += 4
                             n_tags1, pos = read_uvarint(data, pos)
                             for _ in range(n_tags1):
                                 tag1, pos = read_uvarint(data, pos)
@@ -902,14 +919,14 @@ def decode_api_versions_response_v5(data: bytes, pos: int) -> tuple[ApiVersionsR
                                 pos = end1
                         append_16(FinalizedFeatureKey(v_name_17, v_max_version_level_18, v_min_version_level_19))
             elif tag0 == 3:
-                v_zk_migration_ready_7, = _S5.unpack_from(data, pos)
+                v_zk_migration_ready_7, = _S10.unpack_from(data, pos)
                 pos += 1
             pos = end0
     return ApiVersionsResponse(v_error_code_1, v_api_keys_2, v_throttle_time_ms_3, v_supported_features_4, v_finalized_features_epoch_5, v_finalized_features_6, v_zk_migration_ready_7), pos
 
 
 def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
+    out += _S4.pack(m.error_code)
     x_1 = m.api_keys
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -917,9 +934,8 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.api_key, e_3.min_version, e_3.max_version)
-        out.append(0)
-    out += _S0.pack(m.throttle_time_ms)
+        out += _S11.pack(e_3.api_key, e_3.min_version, e_3.max_version)
+    out += _S5.pack(m.throttle_time_ms)
     tags0 = (m.supported_features != []) + (m.finalized_features_epoch != -1) + (m.finalized_features != []) + (m.zk_migration_ready != False)
     write_uvarint(out, tags0)
     if m.supported_features != []:
@@ -940,14 +956,13 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_9)
             tagbuf0 += b_8
-            tagbuf0 += _S3.pack(e_6.min_version, e_6.max_version)
-            tagbuf0.append(0)
+            tagbuf0 += _S12.pack(e_6.min_version, e_6.max_version)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features_epoch != -1:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
-        tagbuf0 += _S4.pack(m.finalized_features_epoch)
+        tagbuf0 += _S9.pack(m.finalized_features_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.finalized_features != []:
@@ -968,13 +983,12 @@ def encode_api_versions_response_v5(m: ApiVersionsResponse, out: bytearray) -> N
             else:
                 write_uvarint(tagbuf0, u_16)
             tagbuf0 += b_15
-            tagbuf0 += _S3.pack(e_13.max_version_level, e_13.min_version_level)
-            tagbuf0.append(0)
+            tagbuf0 += _S12.pack(e_13.max_version_level, e_13.min_version_level)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
     if m.zk_migration_ready != False:
         write_uvarint(out, 3)
         tagbuf0 = bytearray()
-        tagbuf0 += _S5.pack(m.zk_migration_ready)
+        tagbuf0 += _S10.pack(m.zk_migration_ready)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0

@@ -10,12 +10,20 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>?')
-_S1 = Struct('>i')
-_S2 = Struct('>h')
-_S3 = Struct('>ii')
-_S4 = Struct('>16s')
-_S5 = Struct('>b')
+_S0 = Struct('>?B')
+_S1 = Struct('>?x')
+_S2 = Struct('>iB')
+_S3 = Struct('>hB')
+_S4 = Struct('>iiB')
+_S5 = Struct('>16sB')
+_S6 = Struct('>i')
+_S7 = Struct('>hx')
+_S8 = Struct('>h')
+_S9 = Struct('>ii')
+_S10 = Struct('>16s')
+_S11 = Struct('>ix')
+_S12 = Struct('>bB')
+_S13 = Struct('>bx')
 
 
 @dataclass(slots=True)
@@ -93,17 +101,19 @@ def decode_consumer_group_describe_request_v0(data: bytes, pos: int) -> tuple[Co
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_3(e_4)
-    v_include_authorized_operations_2, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -129,8 +139,7 @@ def encode_consumer_group_describe_request_v0(m: ConsumerGroupDescribeRequest, o
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_authorized_operations)
 
 
 def decode_consumer_group_describe_request_v1(data: bytes, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
@@ -156,17 +165,19 @@ def decode_consumer_group_describe_request_v1(data: bytes, pos: int) -> tuple[Co
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_3(e_4)
-    v_include_authorized_operations_2, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -192,18 +203,16 @@ def encode_consumer_group_describe_request_v1(m: ConsumerGroupDescribeRequest, o
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_authorized_operations)
 
 
 def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -214,20 +223,21 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S3.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -235,11 +245,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -247,25 +259,28 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S3.unpack_from(data, pos)
-            pos += 8
-            v_assignor_name_10: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_group_state_7 = ''
             else:
+                raise DecodeError('non-nullable field GroupState is null')
+            v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
+            v_assignor_name_10: str
+            if n1 < 128:
+                pos += 9
+            else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field AssignorName is null')
-            else:
+            if n1 > 0:
                 v_assignor_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field AssignorName is null')
             v_members_11: list[Member]
             n1 = data[pos]
             if n1 < 128:
@@ -288,11 +303,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_instance_id_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -300,11 +317,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_15 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_15 = ''
+                    else:
+                        v_instance_id_15 = None
                     v_rack_id_16: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -312,25 +331,28 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_16 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_17, = _S1.unpack_from(data, pos)
-                    pos += 4
-                    v_client_id_18: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_rack_id_16 = ''
                     else:
+                        v_rack_id_16 = None
+                    v_member_epoch_17, n2 = _S2.unpack_from(data, pos)
+                    v_client_id_18: str
+                    if n2 < 128:
+                        pos += 5
+                    else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_18 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_18 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_19: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -338,11 +360,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_19 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_19 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_subscribed_topic_names_20: list[str]
                     n2 = data[pos]
                     if n2 < 128:
@@ -365,11 +389,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-                            else:
+                            if n3 > 0:
                                 e_26 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                e_26 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
                             append_25(e_26)
                     v_subscribed_topic_regex_21: str | None
                     n2 = data[pos]
@@ -378,11 +404,13 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_subscribed_topic_regex_21 = None
-                    else:
+                    if n2 > 0:
                         v_subscribed_topic_regex_21 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_subscribed_topic_regex_21 = ''
+                    else:
+                        v_subscribed_topic_regex_21 = None
                     v_assignment_22: Assignment
                     v_topic_partitions_27: list[TopicPartitions]
                     n3 = data[pos]
@@ -399,20 +427,21 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_27 = []
                         append_28 = v_topic_partitions_27.append
                         for _ in range(n3):
-                            v_topic_id_29, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_29, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_30: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_30 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_30 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_31: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -463,20 +492,21 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_32 = []
                         append_33 = v_topic_partitions_32.append
                         for _ in range(n3):
-                            v_topic_id_34, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_34, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_35: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_35 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_35 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_36: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -521,11 +551,11 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
                             end2 = pos + size2
                             pos = end2
                     append_13(Member(v_member_id_14, v_instance_id_15, v_rack_id_16, v_member_epoch_17, v_client_id_18, v_client_host_19, v_subscribed_topic_names_20, v_subscribed_topic_regex_21, v_assignment_22, v_target_assignment_23, -1))
-            v_authorized_operations_12, = _S1.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_12, tag_count1 = _S2.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -546,7 +576,7 @@ def decode_consumer_group_describe_response_v0(data: bytes, pos: int) -> tuple[C
 
 
 def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S6.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -554,18 +584,21 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S3.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S7.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S3.pack(e_3.error_code, u_6)
+                else:
+                    out += _S8.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -582,15 +615,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
-        x_13 = e_3.assignor_name
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out.append(u_15)
+        if e_3.assignor_name == '':
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, 1)
         else:
-            write_uvarint(out, u_15)
-        out += b_14
+            x_13 = e_3.assignor_name
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+            else:
+                out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
+                write_uvarint(out, u_15)
+            out += b_14
         x_16 = e_3.members
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -628,15 +664,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
                 else:
                     write_uvarint(out, u_27)
                 out += b_26
-            out += _S1.pack(e_18.member_epoch)
-            x_28 = e_18.client_id
-            b_29 = x_28.encode()
-            u_30 = len(b_29) + 1
-            if u_30 < 128:
-                out.append(u_30)
+            if e_18.client_id == '':
+                out += _S2.pack(e_18.member_epoch, 1)
             else:
-                write_uvarint(out, u_30)
-            out += b_29
+                x_28 = e_18.client_id
+                b_29 = x_28.encode()
+                u_30 = len(b_29) + 1
+                if u_30 < 128:
+                    out += _S2.pack(e_18.member_epoch, u_30)
+                else:
+                    out += _S6.pack(e_18.member_epoch)
+                    write_uvarint(out, u_30)
+                out += b_29
             x_31 = e_18.client_host
             b_32 = x_31.encode()
             u_33 = len(b_32) + 1
@@ -679,15 +718,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_46)
             for e_47 in x_45:
-                out += _S4.pack(e_47.topic_id)
-                x_48 = e_47.topic_name
-                b_49 = x_48.encode()
-                u_50 = len(b_49) + 1
-                if u_50 < 128:
-                    out.append(u_50)
+                if e_47.topic_name == '':
+                    out += _S5.pack(e_47.topic_id, 1)
                 else:
-                    write_uvarint(out, u_50)
-                out += b_49
+                    x_48 = e_47.topic_name
+                    b_49 = x_48.encode()
+                    u_50 = len(b_49) + 1
+                    if u_50 < 128:
+                        out += _S5.pack(e_47.topic_id, u_50)
+                    else:
+                        out += _S10.pack(e_47.topic_id)
+                        write_uvarint(out, u_50)
+                    out += b_49
                 x_51 = e_47.partitions
                 u_52 = len(x_51) + 1
                 if u_52 < 128:
@@ -705,15 +747,18 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_56)
             for e_57 in x_55:
-                out += _S4.pack(e_57.topic_id)
-                x_58 = e_57.topic_name
-                b_59 = x_58.encode()
-                u_60 = len(b_59) + 1
-                if u_60 < 128:
-                    out.append(u_60)
+                if e_57.topic_name == '':
+                    out += _S5.pack(e_57.topic_id, 1)
                 else:
-                    write_uvarint(out, u_60)
-                out += b_59
+                    x_58 = e_57.topic_name
+                    b_59 = x_58.encode()
+                    u_60 = len(b_59) + 1
+                    if u_60 < 128:
+                        out += _S5.pack(e_57.topic_id, u_60)
+                    else:
+                        out += _S10.pack(e_57.topic_id)
+                        write_uvarint(out, u_60)
+                    out += b_59
                 x_61 = e_57.partitions
                 u_62 = len(x_61) + 1
                 if u_62 < 128:
@@ -724,19 +769,17 @@ def encode_consumer_group_describe_response_v0(m: ConsumerGroupDescribeResponse,
                 out.append(0)
             out.append(0)
             out.append(0)
-        out += _S1.pack(e_3.authorized_operations)
-        out.append(0)
+        out += _S11.pack(e_3.authorized_operations)
     out.append(0)
 
 
 def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -747,20 +790,21 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S3.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -768,11 +812,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -780,25 +826,28 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S3.unpack_from(data, pos)
-            pos += 8
-            v_assignor_name_10: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_group_state_7 = ''
             else:
+                raise DecodeError('non-nullable field GroupState is null')
+            v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
+            v_assignor_name_10: str
+            if n1 < 128:
+                pos += 9
+            else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field AssignorName is null')
-            else:
+            if n1 > 0:
                 v_assignor_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field AssignorName is null')
             v_members_11: list[Member]
             n1 = data[pos]
             if n1 < 128:
@@ -821,11 +870,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_instance_id_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -833,11 +884,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_15 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_15 = ''
+                    else:
+                        v_instance_id_15 = None
                     v_rack_id_16: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -845,25 +898,28 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_16 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_17, = _S1.unpack_from(data, pos)
-                    pos += 4
-                    v_client_id_18: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_rack_id_16 = ''
                     else:
+                        v_rack_id_16 = None
+                    v_member_epoch_17, n2 = _S2.unpack_from(data, pos)
+                    v_client_id_18: str
+                    if n2 < 128:
+                        pos += 5
+                    else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_18 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_18 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_19: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -871,11 +927,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_19 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_19 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_subscribed_topic_names_20: list[str]
                     n2 = data[pos]
                     if n2 < 128:
@@ -898,11 +956,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-                            else:
+                            if n3 > 0:
                                 e_26 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                e_26 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
                             append_25(e_26)
                     v_subscribed_topic_regex_21: str | None
                     n2 = data[pos]
@@ -911,11 +971,13 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_subscribed_topic_regex_21 = None
-                    else:
+                    if n2 > 0:
                         v_subscribed_topic_regex_21 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_subscribed_topic_regex_21 = ''
+                    else:
+                        v_subscribed_topic_regex_21 = None
                     v_assignment_22: Assignment
                     v_topic_partitions_27: list[TopicPartitions]
                     n3 = data[pos]
@@ -932,20 +994,21 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_27 = []
                         append_28 = v_topic_partitions_27.append
                         for _ in range(n3):
-                            v_topic_id_29, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_29, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_30: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_30 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_30 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_31: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -996,20 +1059,21 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                         v_topic_partitions_32 = []
                         append_33 = v_topic_partitions_32.append
                         for _ in range(n3):
-                            v_topic_id_34, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_34, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_35: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_35 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_35 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_36: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1044,11 +1108,11 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                             end3 = pos + size3
                             pos = end3
                     v_target_assignment_23 = Assignment(v_topic_partitions_32)
-                    v_member_type_24, = _S5.unpack_from(data, pos)
-                    pos += 1
-                    if data[pos] == 0:
-                        pos += 1
+                    v_member_type_24, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 2
                     else:
+                        pos += 1
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1056,11 +1120,11 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
                             end2 = pos + size2
                             pos = end2
                     append_13(Member(v_member_id_14, v_instance_id_15, v_rack_id_16, v_member_epoch_17, v_client_id_18, v_client_host_19, v_subscribed_topic_names_20, v_subscribed_topic_regex_21, v_assignment_22, v_target_assignment_23, v_member_type_24))
-            v_authorized_operations_12, = _S1.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_12, tag_count1 = _S2.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1081,7 +1145,7 @@ def decode_consumer_group_describe_response_v1(data: bytes, pos: int) -> tuple[C
 
 
 def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S6.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1089,18 +1153,21 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S3.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S7.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S3.pack(e_3.error_code, u_6)
+                else:
+                    out += _S8.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1117,15 +1184,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
-        x_13 = e_3.assignor_name
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out.append(u_15)
+        if e_3.assignor_name == '':
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, 1)
         else:
-            write_uvarint(out, u_15)
-        out += b_14
+            x_13 = e_3.assignor_name
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+            else:
+                out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
+                write_uvarint(out, u_15)
+            out += b_14
         x_16 = e_3.members
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -1163,15 +1233,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
                 else:
                     write_uvarint(out, u_27)
                 out += b_26
-            out += _S1.pack(e_18.member_epoch)
-            x_28 = e_18.client_id
-            b_29 = x_28.encode()
-            u_30 = len(b_29) + 1
-            if u_30 < 128:
-                out.append(u_30)
+            if e_18.client_id == '':
+                out += _S2.pack(e_18.member_epoch, 1)
             else:
-                write_uvarint(out, u_30)
-            out += b_29
+                x_28 = e_18.client_id
+                b_29 = x_28.encode()
+                u_30 = len(b_29) + 1
+                if u_30 < 128:
+                    out += _S2.pack(e_18.member_epoch, u_30)
+                else:
+                    out += _S6.pack(e_18.member_epoch)
+                    write_uvarint(out, u_30)
+                out += b_29
             x_31 = e_18.client_host
             b_32 = x_31.encode()
             u_33 = len(b_32) + 1
@@ -1214,15 +1287,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_46)
             for e_47 in x_45:
-                out += _S4.pack(e_47.topic_id)
-                x_48 = e_47.topic_name
-                b_49 = x_48.encode()
-                u_50 = len(b_49) + 1
-                if u_50 < 128:
-                    out.append(u_50)
+                if e_47.topic_name == '':
+                    out += _S5.pack(e_47.topic_id, 1)
                 else:
-                    write_uvarint(out, u_50)
-                out += b_49
+                    x_48 = e_47.topic_name
+                    b_49 = x_48.encode()
+                    u_50 = len(b_49) + 1
+                    if u_50 < 128:
+                        out += _S5.pack(e_47.topic_id, u_50)
+                    else:
+                        out += _S10.pack(e_47.topic_id)
+                        write_uvarint(out, u_50)
+                    out += b_49
                 x_51 = e_47.partitions
                 u_52 = len(x_51) + 1
                 if u_52 < 128:
@@ -1240,15 +1316,18 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
             else:
                 write_uvarint(out, u_56)
             for e_57 in x_55:
-                out += _S4.pack(e_57.topic_id)
-                x_58 = e_57.topic_name
-                b_59 = x_58.encode()
-                u_60 = len(b_59) + 1
-                if u_60 < 128:
-                    out.append(u_60)
+                if e_57.topic_name == '':
+                    out += _S5.pack(e_57.topic_id, 1)
                 else:
-                    write_uvarint(out, u_60)
-                out += b_59
+                    x_58 = e_57.topic_name
+                    b_59 = x_58.encode()
+                    u_60 = len(b_59) + 1
+                    if u_60 < 128:
+                        out += _S5.pack(e_57.topic_id, u_60)
+                    else:
+                        out += _S10.pack(e_57.topic_id)
+                        write_uvarint(out, u_60)
+                    out += b_59
                 x_61 = e_57.partitions
                 u_62 = len(x_61) + 1
                 if u_62 < 128:
@@ -1258,8 +1337,6 @@ def encode_consumer_group_describe_response_v1(m: ConsumerGroupDescribeResponse,
                 out += pack('>%di' % len(x_61), *x_61)
                 out.append(0)
             out.append(0)
-            out += _S5.pack(e_18.member_type)
-            out.append(0)
-        out += _S1.pack(e_3.authorized_operations)
-        out.append(0)
+            out += _S13.pack(e_18.member_type)
+        out += _S11.pack(e_3.authorized_operations)
     out.append(0)

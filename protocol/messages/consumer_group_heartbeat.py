@@ -10,10 +10,15 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>i')
-_S1 = Struct('>16s')
-_S2 = Struct('>ih')
-_S3 = Struct('>ii')
+_S0 = Struct('>iB')
+_S1 = Struct('>16sB')
+_S2 = Struct('>ix')
+_S3 = Struct('>i')
+_S4 = Struct('>16s')
+_S5 = Struct('>ihB')
+_S6 = Struct('>ii')
+_S7 = Struct('>ihx')
+_S8 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -60,11 +65,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -72,25 +79,28 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_instance_id_4: str | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
+    v_instance_id_4: str | None
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_4 = ''
+    else:
+        v_instance_id_4 = None
     v_rack_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -98,18 +108,19 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_5 = None
-    else:
+    if n0 > 0:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_rebalance_timeout_ms_6, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_subscribed_topic_names_7: list[str] | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_rack_id_5 = ''
     else:
+        v_rack_id_5 = None
+    v_rebalance_timeout_ms_6, n0 = _S0.unpack_from(data, pos)
+    v_subscribed_topic_names_7: list[str] | None
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -127,11 +138,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_12 = ''
+            else:
+                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
             append_11(e_12)
     v_server_assignor_9: str | None
     n0 = data[pos]
@@ -140,11 +153,13 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_server_assignor_9 = None
-    else:
+    if n0 > 0:
         v_server_assignor_9 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_server_assignor_9 = ''
+    else:
+        v_server_assignor_9 = None
     v_topic_partitions_10: list[TopicPartitions] | None
     n0 = data[pos]
     if n0 < 128:
@@ -160,13 +175,12 @@ def decode_consumer_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[C
         v_topic_partitions_10 = []
         append_13 = v_topic_partitions_10.append
         for _ in range(n0):
-            v_topic_id_14, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_14, n1 = _S1.unpack_from(data, pos)
             v_partitions_15: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -217,18 +231,21 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch)
-    x_7 = m.instance_id
-    if x_7 is None:
-        out.append(0)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S2.pack(m.member_epoch)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, u_9)
+            else:
+                out += _S3.pack(m.member_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -240,7 +257,7 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_12)
         out += b_11
-    out += _S0.pack(m.rebalance_timeout_ms)
+    out += _S3.pack(m.rebalance_timeout_ms)
     x_13 = m.subscribed_topic_names
     if x_13 is None:
         out.append(0)
@@ -280,7 +297,7 @@ def encode_consumer_group_heartbeat_request_v0(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_23)
         for e_24 in x_22:
-            out += _S1.pack(e_24.topic_id)
+            out += _S4.pack(e_24.topic_id)
             x_25 = e_24.partitions
             u_26 = len(x_25) + 1
             if u_26 < 128:
@@ -300,11 +317,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -312,25 +331,28 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_instance_id_4: str | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
+    v_instance_id_4: str | None
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_4 = ''
+    else:
+        v_instance_id_4 = None
     v_rack_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -338,18 +360,19 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_5 = None
-    else:
+    if n0 > 0:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_rebalance_timeout_ms_6, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_subscribed_topic_names_7: list[str] | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_rack_id_5 = ''
     else:
+        v_rack_id_5 = None
+    v_rebalance_timeout_ms_6, n0 = _S0.unpack_from(data, pos)
+    v_subscribed_topic_names_7: list[str] | None
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -367,11 +390,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_12 = ''
+            else:
+                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
             append_11(e_12)
     v_subscribed_topic_regex_8: str | None
     n0 = data[pos]
@@ -380,11 +405,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_subscribed_topic_regex_8 = None
-    else:
+    if n0 > 0:
         v_subscribed_topic_regex_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_subscribed_topic_regex_8 = ''
+    else:
+        v_subscribed_topic_regex_8 = None
     v_server_assignor_9: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -392,11 +419,13 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_server_assignor_9 = None
-    else:
+    if n0 > 0:
         v_server_assignor_9 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_server_assignor_9 = ''
+    else:
+        v_server_assignor_9 = None
     v_topic_partitions_10: list[TopicPartitions] | None
     n0 = data[pos]
     if n0 < 128:
@@ -412,13 +441,12 @@ def decode_consumer_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[C
         v_topic_partitions_10 = []
         append_13 = v_topic_partitions_10.append
         for _ in range(n0):
-            v_topic_id_14, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_14, n1 = _S1.unpack_from(data, pos)
             v_partitions_15: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -467,18 +495,21 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch)
-    x_7 = m.instance_id
-    if x_7 is None:
-        out.append(0)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S2.pack(m.member_epoch)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, u_9)
+            else:
+                out += _S3.pack(m.member_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -490,7 +521,7 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_12)
         out += b_11
-    out += _S0.pack(m.rebalance_timeout_ms)
+    out += _S3.pack(m.rebalance_timeout_ms)
     x_13 = m.subscribed_topic_names
     if x_13 is None:
         out.append(0)
@@ -541,7 +572,7 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
         else:
             write_uvarint(out, u_26)
         for e_27 in x_25:
-            out += _S1.pack(e_27.topic_id)
+            out += _S4.pack(e_27.topic_id)
             x_28 = e_27.partitions
             u_29 = len(x_28) + 1
             if u_29 < 128:
@@ -554,20 +585,21 @@ def encode_consumer_group_heartbeat_request_v1(m: ConsumerGroupHeartbeatRequest,
 
 
 def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -575,12 +607,14 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_4 = None
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S3.unpack_from(data, pos)
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        v_member_id_4 = None
+    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S6.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None
     marker_8 = data[pos]
@@ -601,13 +635,12 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
             v_topic_partitions_9 = []
             append_10 = v_topic_partitions_9.append
             for _ in range(n1):
-                v_topic_id_11, = _S1.unpack_from(data, pos)
-                pos += 16
+                v_topic_id_11, n2 = _S1.unpack_from(data, pos)
                 v_partitions_12: list[int]
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 17
                 else:
+                    pos += 16
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -654,18 +687,21 @@ def decode_consumer_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[
 
 
 def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S5.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     if x_4 is None:
         out.append(0)
@@ -677,7 +713,7 @@ def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S3.pack(m.member_epoch, m.heartbeat_interval_ms)
+    out += _S6.pack(m.member_epoch, m.heartbeat_interval_ms)
     s_8 = m.assignment
     if s_8 is None:
         out.append(0xFF)
@@ -690,7 +726,7 @@ def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_10)
         for e_11 in x_9:
-            out += _S1.pack(e_11.topic_id)
+            out += _S4.pack(e_11.topic_id)
             x_12 = e_11.partitions
             u_13 = len(x_12) + 1
             if u_13 < 128:
@@ -704,20 +740,21 @@ def encode_consumer_group_heartbeat_response_v0(m: ConsumerGroupHeartbeatRespons
 
 
 def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -725,12 +762,14 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_4 = None
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S3.unpack_from(data, pos)
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        v_member_id_4 = None
+    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S6.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None
     marker_8 = data[pos]
@@ -751,13 +790,12 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
             v_topic_partitions_9 = []
             append_10 = v_topic_partitions_9.append
             for _ in range(n1):
-                v_topic_id_11, = _S1.unpack_from(data, pos)
-                pos += 16
+                v_topic_id_11, n2 = _S1.unpack_from(data, pos)
                 v_partitions_12: list[int]
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 17
                 else:
+                    pos += 16
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -804,18 +842,21 @@ def decode_consumer_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[
 
 
 def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S5.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S5.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S8.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     if x_4 is None:
         out.append(0)
@@ -827,7 +868,7 @@ def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S3.pack(m.member_epoch, m.heartbeat_interval_ms)
+    out += _S6.pack(m.member_epoch, m.heartbeat_interval_ms)
     s_8 = m.assignment
     if s_8 is None:
         out.append(0xFF)
@@ -840,7 +881,7 @@ def encode_consumer_group_heartbeat_response_v1(m: ConsumerGroupHeartbeatRespons
         else:
             write_uvarint(out, u_10)
         for e_11 in x_9:
-            out += _S1.pack(e_11.topic_id)
+            out += _S4.pack(e_11.topic_id)
             x_12 = e_11.partitions
             u_13 = len(x_12) + 1
             if u_13 < 128:

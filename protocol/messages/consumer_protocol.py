@@ -11,6 +11,7 @@ from protocol.primitives import DecodeError
 
 _S0 = Struct('>i')
 _S1 = Struct('>h')
+_S2 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -49,11 +50,13 @@ def decode_consumer_protocol_subscription_v0(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -97,11 +100,13 @@ def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -125,11 +130,13 @@ def decode_consumer_protocol_subscription_v1(data: bytes, pos: int) -> tuple[Con
             v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_9 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -185,11 +192,13 @@ def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -213,11 +222,13 @@ def decode_consumer_protocol_subscription_v2(data: bytes, pos: int) -> tuple[Con
             v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_9 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -276,11 +287,13 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
             e_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topics[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topics[] is null')
             append_6(e_7)
     v_user_data_2: bytes | None
     n0, = _S0.unpack_from(data, pos)
@@ -304,11 +317,13 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
             v_topic_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_9 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_10: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -320,16 +335,16 @@ def decode_consumer_protocol_subscription_v3(data: bytes, pos: int) -> tuple[Con
                 v_partitions_10 = list(unpack_from('>%di' % n1, data, pos))
                 pos += n1 * 4
             append_8(TopicPartition(v_topic_9, v_partitions_10))
-    v_generation_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_generation_id_4, n0 = _S2.unpack_from(data, pos)
     v_rack_id_5: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_rack_id_5 = None
-    else:
+    pos += 6
+    if n0 > 0:
         v_rack_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_5 = ''
+    else:
+        v_rack_id_5 = None
     return ConsumerProtocolSubscription(v_topics_1, v_user_data_2, v_owned_partitions_3, v_generation_id_4, v_rack_id_5), pos
 
 
@@ -357,13 +372,12 @@ def encode_consumer_protocol_subscription_v3(m: ConsumerProtocolSubscription, ou
         x_10 = e_7.partitions
         out += _S0.pack(len(x_10))
         out += pack('>%di' % len(x_10), *x_10)
-    out += _S0.pack(m.generation_id)
     x_11 = m.rack_id
     if x_11 is None:
-        out += b'\xff\xff'
+        out += _S2.pack(m.generation_id, -1)
     else:
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S2.pack(m.generation_id, len(b_12))
         out += b_12
 
 
@@ -382,11 +396,13 @@ def decode_consumer_protocol_assignment_v0(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -443,11 +459,13 @@ def decode_consumer_protocol_assignment_v1(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -504,11 +522,13 @@ def decode_consumer_protocol_assignment_v2(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -565,11 +585,13 @@ def decode_consumer_protocol_assignment_v3(data: bytes, pos: int) -> tuple[Consu
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[int]
             n1, = _S0.unpack_from(data, pos)
             pos += 4

@@ -10,9 +10,21 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>b')
+_S1 = Struct('>bh')
 _S2 = Struct('>h')
 _S3 = Struct('>bb')
+_S4 = Struct('>bB')
+_S5 = Struct('>bbB')
+_S6 = Struct('>bBb')
+_S7 = Struct('>b')
+_S8 = Struct('>bbx')
+_S9 = Struct('>ii')
+_S10 = Struct('>hh')
+_S11 = Struct('>iB')
+_S12 = Struct('>hB')
+_S13 = Struct('>hBB')
+_S14 = Struct('>hBx')
+_S15 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -55,34 +67,36 @@ def decode_create_acls_request_v1(data: bytes, pos: int) -> tuple[CreateAclsRequ
         v_creations_1 = []
         append_2 = v_creations_1.append
         for _ in range(n0):
-            v_resource_type_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_3, n1 = _S1.unpack_from(data, pos)
             v_resource_name_4: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_pattern_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_principal_6: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Principal is null')
+            elif n1 == 0:
+                v_resource_name_4 = ''
             else:
+                raise DecodeError('non-nullable field ResourceName is null')
+            v_resource_pattern_type_5, n1 = _S1.unpack_from(data, pos)
+            v_principal_6: str
+            pos += 3
+            if n1 > 0:
                 v_principal_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_6 = ''
+            else:
+                raise DecodeError('non-nullable field Principal is null')
             v_host_7: str
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_7 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
             pos += 2
             append_2(AclCreation(v_resource_type_3, v_resource_name_4, v_resource_pattern_type_5, v_principal_6, v_host_7, v_operation_8, v_permission_type_9))
@@ -93,15 +107,13 @@ def encode_create_acls_request_v1(m: CreateAclsRequest, out: bytearray) -> None:
     x_1 = m.creations
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
-        out += _S1.pack(e_2.resource_pattern_type)
         x_5 = e_2.principal
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_pattern_type, len(b_6))
         out += b_6
         x_7 = e_2.host
         b_8 = x_7.encode()
@@ -126,34 +138,36 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
         v_creations_1 = []
         append_2 = v_creations_1.append
         for _ in range(n0):
-            v_resource_type_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_4: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_pattern_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_principal_6: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_resource_name_4 = ''
             else:
+                raise DecodeError('non-nullable field ResourceName is null')
+            v_resource_pattern_type_5, n1 = _S4.unpack_from(data, pos)
+            v_principal_6: str
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Principal is null')
-            else:
+            if n1 > 0:
                 v_principal_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_6 = ''
+            else:
+                raise DecodeError('non-nullable field Principal is null')
             v_host_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -161,16 +175,18 @@ def decode_create_acls_request_v2(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_host_7 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -198,16 +214,19 @@ def encode_create_acls_request_v2(m: CreateAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.resource_name == '':
+            out += _S6.pack(e_3.resource_type, 1, e_3.resource_pattern_type)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
-        out += _S1.pack(e_3.resource_pattern_type)
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S4.pack(e_3.resource_type, u_6)
+            else:
+                out += _S7.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S7.pack(e_3.resource_pattern_type)
         x_7 = e_3.principal
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -224,8 +243,7 @@ def encode_create_acls_request_v2(m: CreateAclsRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S8.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -245,34 +263,36 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
         v_creations_1 = []
         append_2 = v_creations_1.append
         for _ in range(n0):
-            v_resource_type_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_4: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_pattern_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_principal_6: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_resource_name_4 = ''
             else:
+                raise DecodeError('non-nullable field ResourceName is null')
+            v_resource_pattern_type_5, n1 = _S4.unpack_from(data, pos)
+            v_principal_6: str
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Principal is null')
-            else:
+            if n1 > 0:
                 v_principal_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_6 = ''
+            else:
+                raise DecodeError('non-nullable field Principal is null')
             v_host_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -280,16 +300,18 @@ def decode_create_acls_request_v3(data: bytes, pos: int) -> tuple[CreateAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_host_7 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -317,16 +339,19 @@ def encode_create_acls_request_v3(m: CreateAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.resource_name == '':
+            out += _S6.pack(e_3.resource_type, 1, e_3.resource_pattern_type)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
-        out += _S1.pack(e_3.resource_pattern_type)
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S4.pack(e_3.resource_type, u_6)
+            else:
+                out += _S7.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S7.pack(e_3.resource_pattern_type)
         x_7 = e_3.principal
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -343,17 +368,14 @@ def encode_create_acls_request_v3(m: CreateAclsRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S8.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
 def decode_create_acls_response_v1(data: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_results_2: list[AclCreationResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -362,16 +384,16 @@ def decode_create_acls_response_v1(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            pos += 4
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             append_3(AclCreationResult(v_error_code_4, v_error_message_5))
     return CreateAclsResponse(v_throttle_time_ms_1, v_results_2), pos
 
@@ -381,24 +403,22 @@ def encode_create_acls_response_v1(m: CreateAclsResponse, out: bytearray) -> Non
     x_1 = m.results
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S10.pack(e_2.error_code, len(b_4))
             out += b_4
 
 
 def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_results_2: list[AclCreationResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -409,29 +429,35 @@ def decode_create_acls_response_v2(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
             v_error_message_5: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            v_error_code_4, n1, tag_count1 = _S13.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
+                v_error_message_5 = ''
+                pos += 4
             else:
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
-                v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_error_code_4, n1 = _S12.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 3
+                else:
+                    pos += 2
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_error_message_5 = ''
+                else:
+                    v_error_message_5 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_3(AclCreationResult(v_error_code_4, v_error_message_5))
     if data[pos] == 0:
         pos += 1
@@ -454,30 +480,32 @@ def encode_create_acls_response_v2(m: CreateAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S14.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S15.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
-        out.append(0)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S12.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out.append(0)
     out.append(0)
 
 
 def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_results_2: list[AclCreationResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -488,29 +516,35 @@ def decode_create_acls_response_v3(data: bytes, pos: int) -> tuple[CreateAclsRes
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
             v_error_message_5: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            v_error_code_4, n1, tag_count1 = _S13.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
+                v_error_message_5 = ''
+                pos += 4
             else:
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
-                v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_error_code_4, n1 = _S12.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 3
+                else:
+                    pos += 2
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_error_message_5 = ''
+                else:
+                    v_error_message_5 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_3(AclCreationResult(v_error_code_4, v_error_message_5))
     if data[pos] == 0:
         pos += 1
@@ -533,17 +567,20 @@ def encode_create_acls_response_v3(m: CreateAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S14.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S15.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
-        out.append(0)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S12.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out.append(0)
     out.append(0)

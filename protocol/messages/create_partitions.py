@@ -11,7 +11,15 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
 _S1 = Struct('>h')
-_S2 = Struct('>i?')
+_S2 = Struct('>ii')
+_S3 = Struct('>i?')
+_S4 = Struct('>iB')
+_S5 = Struct('>i?B')
+_S6 = Struct('>i?x')
+_S7 = Struct('>hh')
+_S8 = Struct('>hB')
+_S9 = Struct('>hBx')
+_S10 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -61,16 +69,16 @@ def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePa
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_count_6, n1 = _S2.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 8
             if n1 < 0:
                 v_assignments_7 = None
             elif n1 > len(data) - pos:
@@ -91,7 +99,7 @@ def decode_create_partitions_request_v0(data: bytes, pos: int) -> tuple[CreatePa
                         pos += n2 * 4
                     append_8(CreatePartitionsAssignment(v_broker_ids_9))
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
     return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -114,7 +122,7 @@ def encode_create_partitions_request_v0(m: CreatePartitionsRequest, out: bytearr
                 x_7 = e_6.broker_ids
                 out += _S0.pack(len(x_7))
                 out += pack('>%di' % len(x_7), *x_7)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
+    out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -132,16 +140,16 @@ def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePa
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_count_6, n1 = _S2.unpack_from(data, pos)
             v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 8
             if n1 < 0:
                 v_assignments_7 = None
             elif n1 > len(data) - pos:
@@ -162,7 +170,7 @@ def decode_create_partitions_request_v1(data: bytes, pos: int) -> tuple[CreatePa
                         pos += n2 * 4
                     append_8(CreatePartitionsAssignment(v_broker_ids_9))
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
     pos += 5
     return CreatePartitionsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -185,7 +193,7 @@ def encode_create_partitions_request_v1(m: CreatePartitionsRequest, out: bytearr
                 x_7 = e_6.broker_ids
                 out += _S0.pack(len(x_7))
                 out += pack('>%di' % len(x_7), *x_7)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
+    out += _S3.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -211,18 +219,19 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_5 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_count_6, n1 = _S4.unpack_from(data, pos)
+            v_assignments_7: list[CreatePartitionsAssignment] | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -267,11 +276,11 @@ def decode_create_partitions_request_v2(data: bytes, pos: int) -> tuple[CreatePa
                     end1 = pos + size1
                     pos = end1
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -317,8 +326,7 @@ def encode_create_partitions_request_v2(m: CreatePartitionsRequest, out: bytearr
                 out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S6.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -344,18 +352,19 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_count_6, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_assignments_7: list[CreatePartitionsAssignment] | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_5 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_count_6, n1 = _S4.unpack_from(data, pos)
+            v_assignments_7: list[CreatePartitionsAssignment] | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -400,11 +409,11 @@ def decode_create_partitions_request_v3(data: bytes, pos: int) -> tuple[CreatePa
                     end1 = pos + size1
                     pos = end1
             append_4(CreatePartitionsTopic(v_name_5, v_count_6, v_assignments_7))
-    v_timeout_ms_2, v_validate_only_3 = _S2.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -450,16 +459,13 @@ def encode_create_partitions_request_v3(m: CreatePartitionsRequest, out: bytearr
                 out += pack('>%di' % len(x_10), *x_10)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S6.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -471,21 +477,23 @@ def decode_create_partitions_response_v0(data: bytes, pos: int) -> tuple[CreateP
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_6: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_6 = None
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_5, n1 = _S7.unpack_from(data, pos)
+            v_error_message_6: str | None
+            pos += 4
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
     return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
@@ -499,22 +507,19 @@ def encode_create_partitions_response_v0(m: CreatePartitionsResponse, out: bytea
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S7.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S7.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_partitions_response_v1(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -526,21 +531,23 @@ def decode_create_partitions_response_v1(data: bytes, pos: int) -> tuple[CreateP
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_6: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_6 = None
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_5, n1 = _S7.unpack_from(data, pos)
+            v_error_message_6: str | None
+            pos += 4
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             append_3(CreatePartitionsTopicResult(v_name_4, v_error_code_5, v_error_message_6))
     return CreatePartitionsResponse(v_throttle_time_ms_1, v_results_2), pos
 
@@ -554,24 +561,22 @@ def encode_create_partitions_response_v1(m: CreatePartitionsResponse, out: bytea
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S7.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S7.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -589,25 +594,28 @@ def decode_create_partitions_response_v2(data: bytes, pos: int) -> tuple[CreateP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_6: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_5, n1 = _S8.unpack_from(data, pos)
+            v_error_message_6: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -647,30 +655,32 @@ def encode_create_partitions_response_v2(m: CreatePartitionsResponse, out: bytea
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S9.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S10.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S8.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)
 
 
 def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_results_2: list[CreatePartitionsTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -688,25 +698,28 @@ def decode_create_partitions_response_v3(data: bytes, pos: int) -> tuple[CreateP
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_6: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_5, n1 = _S8.unpack_from(data, pos)
+            v_error_message_6: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -746,17 +759,20 @@ def encode_create_partitions_response_v3(m: CreatePartitionsResponse, out: bytea
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S9.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S10.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S8.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

@@ -12,10 +12,24 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 ZERO_UUID = bytes(16)
 _S0 = Struct('>i')
 _S1 = Struct('>h')
-_S2 = Struct('>ih')
-_S3 = Struct('>i?')
-_S4 = Struct('>?b?')
-_S5 = Struct('>16sh')
+_S2 = Struct('>ihi')
+_S3 = Struct('>ii')
+_S4 = Struct('>ih')
+_S5 = Struct('>i?')
+_S6 = Struct('>ihB')
+_S7 = Struct('>iB')
+_S8 = Struct('>i?B')
+_S9 = Struct('>i?x')
+_S10 = Struct('>hh')
+_S11 = Struct('>hB')
+_S12 = Struct('>?b?B')
+_S13 = Struct('>hBih')
+_S14 = Struct('>hx')
+_S15 = Struct('>?b?x')
+_S16 = Struct('>16shB')
+_S17 = Struct('>16shBih')
+_S18 = Struct('>16shx')
+_S19 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -88,16 +102,16 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -106,11 +120,9 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -133,19 +145,23 @@ def decode_create_topics_request_v0(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
     v_timeout_ms_2, = _S0.unpack_from(data, pos)
@@ -163,7 +179,7 @@ def encode_create_topics_request_v0(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -203,16 +219,16 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -221,11 +237,9 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -248,22 +262,26 @@ def decode_create_topics_request_v1(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -276,7 +294,7 @@ def encode_create_topics_request_v1(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -298,7 +316,7 @@ def encode_create_topics_request_v1(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -316,16 +334,16 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -334,11 +352,9 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -361,22 +377,26 @@ def decode_create_topics_request_v2(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -389,7 +409,7 @@ def encode_create_topics_request_v2(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -411,7 +431,7 @@ def encode_create_topics_request_v2(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -429,16 +449,16 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -447,11 +467,9 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -474,22 +492,26 @@ def decode_create_topics_request_v3(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -502,7 +524,7 @@ def encode_create_topics_request_v3(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -524,7 +546,7 @@ def encode_create_topics_request_v3(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -542,16 +564,16 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
             v_name_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S2.unpack_from(data, pos)
             v_assignments_8: list[CreatableReplicaAssignment]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 10
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignments is null')
             elif n1 > len(data) - pos:
@@ -560,11 +582,9 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S3.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         raise DecodeError('non-nullable field BrokerIds is null')
                     elif n2 > len(data) - pos:
@@ -587,22 +607,26 @@ def decode_create_topics_request_v4(data: bytes, pos: int) -> tuple[CreateTopics
                     v_name_14: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     append_13(CreatableTopicConfig(v_name_14, v_value_15))
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
+    v_timeout_ms_2, v_validate_only_3 = _S5.unpack_from(data, pos)
     pos += 5
     return CreateTopicsRequest(v_topics_1, v_timeout_ms_2, v_validate_only_3), pos
 
@@ -615,7 +639,7 @@ def encode_create_topics_request_v4(m: CreateTopicsRequest, out: bytearray) -> N
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S2.pack(e_2.num_partitions, e_2.replication_factor)
+        out += _S4.pack(e_2.num_partitions, e_2.replication_factor)
         x_5 = e_2.assignments
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
@@ -637,7 +661,7 @@ def encode_create_topics_request_v4(m: CreateTopicsRequest, out: bytearray) -> N
                 b_13 = x_12.encode()
                 out += _S1.pack(len(b_13))
                 out += b_13
-    out += _S3.pack(m.timeout_ms, m.validate_only)
+    out += _S5.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -663,18 +687,19 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
-            v_assignments_8: list[CreatableReplicaAssignment]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_5 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S6.unpack_from(data, pos)
+            v_assignments_8: list[CreatableReplicaAssignment]
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -685,13 +710,12 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S7.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -733,11 +757,13 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -745,11 +771,13 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -770,11 +798,11 @@ def decode_create_topics_request_v5(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S8.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -800,7 +828,7 @@ def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_7 = e_3.assignments
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -845,8 +873,7 @@ def encode_create_topics_request_v5(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S9.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -872,18 +899,19 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
-            v_assignments_8: list[CreatableReplicaAssignment]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_5 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S6.unpack_from(data, pos)
+            v_assignments_8: list[CreatableReplicaAssignment]
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -894,13 +922,12 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S7.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -942,11 +969,13 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -954,11 +983,13 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -979,11 +1010,11 @@ def decode_create_topics_request_v6(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S8.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1009,7 +1040,7 @@ def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_7 = e_3.assignments
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1054,8 +1085,7 @@ def encode_create_topics_request_v6(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S9.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -1081,18 +1111,19 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_6, v_replication_factor_7 = _S2.unpack_from(data, pos)
-            pos += 6
-            v_assignments_8: list[CreatableReplicaAssignment]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_5 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_num_partitions_6, v_replication_factor_7, n1 = _S6.unpack_from(data, pos)
+            v_assignments_8: list[CreatableReplicaAssignment]
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1103,13 +1134,12 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                 v_assignments_8 = []
                 append_10 = v_assignments_8.append
                 for _ in range(n1):
-                    v_partition_index_11, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_11, n2 = _S7.unpack_from(data, pos)
                     v_broker_ids_12: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1151,11 +1181,13 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1163,11 +1195,13 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_15 = None
-                    else:
+                    if n2 > 0:
                         v_value_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_value_15 = ''
+                    else:
+                        v_value_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1188,11 +1222,11 @@ def decode_create_topics_request_v7(data: bytes, pos: int) -> tuple[CreateTopics
                     end1 = pos + size1
                     pos = end1
             append_4(CreatableTopic(v_name_5, v_num_partitions_6, v_replication_factor_7, v_assignments_8, v_configs_9))
-    v_timeout_ms_2, v_validate_only_3 = _S3.unpack_from(data, pos)
-    pos += 5
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, v_validate_only_3, tag_count0 = _S8.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 6
     else:
+        pos += 5
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1218,7 +1252,7 @@ def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+        out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_7 = e_3.assignments
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1263,8 +1297,7 @@ def encode_create_topics_request_v7(m: CreateTopicsRequest, out: bytearray) -> N
                 out += b_19
             out.append(0)
         out.append(0)
-    out += _S3.pack(m.timeout_ms, m.validate_only)
-    out.append(0)
+    out += _S9.pack(m.timeout_ms, m.validate_only)
 
 
 def decode_create_topics_response_v0(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -1282,11 +1315,13 @@ def decode_create_topics_response_v0(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, '', 0, -1, -1, []))
@@ -1319,21 +1354,23 @@ def decode_create_topics_response_v1(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
+            v_error_message_7: str | None
+            pos += 4
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(0, v_topics_2), pos
 
@@ -1346,22 +1383,19 @@ def encode_create_topics_response_v1(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v2(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1373,21 +1407,23 @@ def decode_create_topics_response_v2(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
+            v_error_message_7: str | None
+            pos += 4
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
@@ -1401,22 +1437,19 @@ def encode_create_topics_response_v2(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v3(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1428,21 +1461,23 @@ def decode_create_topics_response_v3(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
+            v_error_message_7: str | None
+            pos += 4
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
@@ -1456,22 +1491,19 @@ def encode_create_topics_response_v3(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v4(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1483,21 +1515,23 @@ def decode_create_topics_response_v4(data: bytes, pos: int) -> tuple[CreateTopic
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_7: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_7 = None
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, n1 = _S10.unpack_from(data, pos)
+            v_error_message_7: str | None
+            pos += 4
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             append_3(CreatableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, v_error_message_7, 0, -1, -1, []))
     return CreateTopicsResponse(v_throttle_time_ms_1, v_topics_2), pos
 
@@ -1511,24 +1545,22 @@ def encode_create_topics_response_v4(m: CreateTopicsResponse, out: bytearray) ->
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
-        out += _S1.pack(e_2.error_code)
         x_5 = e_2.error_message
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S10.pack(e_2.error_code, len(b_6))
             out += b_6
 
 
 def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1546,32 +1578,34 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, n1 = _S11.unpack_from(data, pos)
+            v_error_message_7: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
-            pos += 6
-            v_configs_11: list[CreatableTopicConfigs] | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_error_message_7 = ''
             else:
+                v_error_message_7 = None
+            v_num_partitions_9, v_replication_factor_10, n1 = _S6.unpack_from(data, pos)
+            v_configs_11: list[CreatableTopicConfigs] | None
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1589,11 +1623,13 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1601,16 +1637,18 @@ def decode_create_topics_response_v5(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_14 = None
-                    else:
+                    if n2 > 0:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
-                    pos += 3
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_value_14 = ''
                     else:
+                        v_value_14 = None
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 4
+                    else:
+                        pos += 3
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1661,19 +1699,22 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S13.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S14.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S11.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -1703,8 +1744,7 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
-                out.append(0)
+                out += _S15.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -1717,13 +1757,12 @@ def encode_create_topics_response_v5(m: CreateTopicsResponse, out: bytearray) ->
 
 
 def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1741,32 +1780,34 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, n1 = _S11.unpack_from(data, pos)
+            v_error_message_7: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
-            pos += 6
-            v_configs_11: list[CreatableTopicConfigs] | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_error_message_7 = ''
             else:
+                v_error_message_7 = None
+            v_num_partitions_9, v_replication_factor_10, n1 = _S6.unpack_from(data, pos)
+            v_configs_11: list[CreatableTopicConfigs] | None
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1784,11 +1825,13 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1796,16 +1839,18 @@ def decode_create_topics_response_v6(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_14 = None
-                    else:
+                    if n2 > 0:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
-                    pos += 3
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_value_14 = ''
                     else:
+                        v_value_14 = None
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 4
+                    else:
+                        pos += 3
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1856,19 +1901,22 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S13.pack(e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S14.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S11.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -1898,8 +1946,7 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
-                out.append(0)
+                out += _S15.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:
@@ -1912,13 +1959,12 @@ def encode_create_topics_response_v6(m: CreateTopicsResponse, out: bytearray) ->
 
 
 def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[CreatableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1936,32 +1982,34 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_5, v_error_code_6 = _S5.unpack_from(data, pos)
-            pos += 18
-            v_error_message_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_topic_id_5, v_error_code_6, n1 = _S16.unpack_from(data, pos)
+            v_error_message_7: str | None
+            if n1 < 128:
+                pos += 19
+            else:
+                pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_num_partitions_9, v_replication_factor_10 = _S2.unpack_from(data, pos)
-            pos += 6
-            v_configs_11: list[CreatableTopicConfigs] | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_error_message_7 = ''
             else:
+                v_error_message_7 = None
+            v_num_partitions_9, v_replication_factor_10, n1 = _S6.unpack_from(data, pos)
+            v_configs_11: list[CreatableTopicConfigs] | None
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1979,11 +2027,13 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1991,16 +2041,18 @@ def decode_create_topics_response_v7(data: bytes, pos: int) -> tuple[CreateTopic
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_14 = None
-                    else:
+                    if n2 > 0:
                         v_value_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_15, v_config_source_16, v_is_sensitive_17 = _S4.unpack_from(data, pos)
-                    pos += 3
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_value_14 = ''
                     else:
+                        v_value_14 = None
+                    v_read_only_15, v_config_source_16, v_is_sensitive_17, tag_count2 = _S12.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 4
+                    else:
+                        pos += 3
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2051,19 +2103,22 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S5.pack(e_3.topic_id, e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S17.pack(e_3.topic_id, e_3.error_code, 1, e_3.num_partitions, e_3.replication_factor)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S18.pack(e_3.topic_id, e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out += _S2.pack(e_3.num_partitions, e_3.replication_factor)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S16.pack(e_3.topic_id, e_3.error_code, u_9)
+                else:
+                    out += _S19.pack(e_3.topic_id, e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out += _S4.pack(e_3.num_partitions, e_3.replication_factor)
         x_10 = e_3.configs
         if x_10 is None:
             out.append(0)
@@ -2093,8 +2148,7 @@ def encode_create_topics_response_v7(m: CreateTopicsResponse, out: bytearray) ->
                     else:
                         write_uvarint(out, u_18)
                     out += b_17
-                out += _S4.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
-                out.append(0)
+                out += _S15.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
         tags1 = (e_3.topic_config_error_code != 0)
         write_uvarint(out, tags1)
         if e_3.topic_config_error_code != 0:

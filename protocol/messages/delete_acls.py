@@ -10,9 +10,21 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>b')
+_S1 = Struct('>bh')
 _S2 = Struct('>h')
 _S3 = Struct('>bb')
+_S4 = Struct('>bB')
+_S5 = Struct('>bbB')
+_S6 = Struct('>bBb')
+_S7 = Struct('>bx')
+_S8 = Struct('>b')
+_S9 = Struct('>bbx')
+_S10 = Struct('>ii')
+_S11 = Struct('>hh')
+_S12 = Struct('>iB')
+_S13 = Struct('>hB')
+_S14 = Struct('>hx')
+_S15 = Struct('>hBb')
 
 
 @dataclass(slots=True)
@@ -69,34 +81,36 @@ def decode_delete_acls_request_v1(data: bytes, pos: int) -> tuple[DeleteAclsRequ
         v_filters_1 = []
         append_2 = v_filters_1.append
         for _ in range(n0):
-            v_resource_type_filter_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_filter_3, n1 = _S1.unpack_from(data, pos)
             v_resource_name_filter_4: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_resource_name_filter_4 = None
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_filter_5, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_principal_filter_6: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_principal_filter_6 = None
+            elif n1 == 0:
+                v_resource_name_filter_4 = ''
             else:
+                v_resource_name_filter_4 = None
+            v_pattern_type_filter_5, n1 = _S1.unpack_from(data, pos)
+            v_principal_filter_6: str | None
+            pos += 3
+            if n1 > 0:
                 v_principal_filter_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_filter_6 = ''
+            else:
+                v_principal_filter_6 = None
             v_host_filter_7: str | None
             n1, = _S2.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_host_filter_7 = None
-            else:
+            if n1 > 0:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_filter_7 = ''
+            else:
+                v_host_filter_7 = None
             v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
             pos += 2
             append_2(DeleteAclsFilter(v_resource_type_filter_3, v_resource_name_filter_4, v_pattern_type_filter_5, v_principal_filter_6, v_host_filter_7, v_operation_8, v_permission_type_9))
@@ -107,21 +121,19 @@ def encode_delete_acls_request_v1(m: DeleteAclsRequest, out: bytearray) -> None:
     x_1 = m.filters
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type_filter)
         x_3 = e_2.resource_name_filter
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S1.pack(e_2.resource_type_filter, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S1.pack(e_2.resource_type_filter, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.pattern_type_filter)
         x_5 = e_2.principal_filter
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S1.pack(e_2.pattern_type_filter, -1)
         else:
             b_6 = x_5.encode()
-            out += _S2.pack(len(b_6))
+            out += _S1.pack(e_2.pattern_type_filter, len(b_6))
             out += b_6
         x_7 = e_2.host_filter
         if x_7 is None:
@@ -149,34 +161,36 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
         v_filters_1 = []
         append_2 = v_filters_1.append
         for _ in range(n0):
-            v_resource_type_filter_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_filter_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_filter_4: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_resource_name_filter_4 = None
-            else:
+            if n1 > 0:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_filter_5, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_principal_filter_6: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_resource_name_filter_4 = ''
             else:
+                v_resource_name_filter_4 = None
+            v_pattern_type_filter_5, n1 = _S4.unpack_from(data, pos)
+            v_principal_filter_6: str | None
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_principal_filter_6 = None
-            else:
+            if n1 > 0:
                 v_principal_filter_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_filter_6 = ''
+            else:
+                v_principal_filter_6 = None
             v_host_filter_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -184,16 +198,18 @@ def decode_delete_acls_request_v2(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_host_filter_7 = None
-            else:
+            if n1 > 0:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_host_filter_7 = ''
             else:
+                v_host_filter_7 = None
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -221,19 +237,22 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type_filter)
-        x_4 = e_3.resource_name_filter
-        if x_4 is None:
-            out.append(0)
+        if e_3.resource_name_filter == '':
+            out += _S6.pack(e_3.resource_type_filter, 1, e_3.pattern_type_filter)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.resource_name_filter
+            if x_4 is None:
+                out += _S7.pack(e_3.resource_type_filter)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
-        out += _S1.pack(e_3.pattern_type_filter)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S4.pack(e_3.resource_type_filter, u_6)
+                else:
+                    out += _S8.pack(e_3.resource_type_filter)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S8.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
             out.append(0)
@@ -256,8 +275,7 @@ def encode_delete_acls_request_v2(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S9.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
@@ -277,34 +295,36 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
         v_filters_1 = []
         append_2 = v_filters_1.append
         for _ in range(n0):
-            v_resource_type_filter_3, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_filter_3, n1 = _S4.unpack_from(data, pos)
             v_resource_name_filter_4: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_resource_name_filter_4 = None
-            else:
+            if n1 > 0:
                 v_resource_name_filter_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_filter_5, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_principal_filter_6: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_resource_name_filter_4 = ''
             else:
+                v_resource_name_filter_4 = None
+            v_pattern_type_filter_5, n1 = _S4.unpack_from(data, pos)
+            v_principal_filter_6: str | None
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_principal_filter_6 = None
-            else:
+            if n1 > 0:
                 v_principal_filter_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_principal_filter_6 = ''
+            else:
+                v_principal_filter_6 = None
             v_host_filter_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -312,16 +332,18 @@ def decode_delete_acls_request_v3(data: bytes, pos: int) -> tuple[DeleteAclsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_host_filter_7 = None
-            else:
+            if n1 > 0:
                 v_host_filter_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_operation_8, v_permission_type_9 = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_host_filter_7 = ''
             else:
+                v_host_filter_7 = None
+            v_operation_8, v_permission_type_9, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -349,19 +371,22 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type_filter)
-        x_4 = e_3.resource_name_filter
-        if x_4 is None:
-            out.append(0)
+        if e_3.resource_name_filter == '':
+            out += _S6.pack(e_3.resource_type_filter, 1, e_3.pattern_type_filter)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.resource_name_filter
+            if x_4 is None:
+                out += _S7.pack(e_3.resource_type_filter)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
-        out += _S1.pack(e_3.pattern_type_filter)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S4.pack(e_3.resource_type_filter, u_6)
+                else:
+                    out += _S8.pack(e_3.resource_type_filter)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S8.pack(e_3.pattern_type_filter)
         x_7 = e_3.principal_filter
         if x_7 is None:
             out.append(0)
@@ -384,17 +409,14 @@ def encode_delete_acls_request_v3(m: DeleteAclsRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_12)
             out += b_11
-        out += _S3.pack(e_3.operation, e_3.permission_type)
-        out.append(0)
+        out += _S9.pack(e_3.operation, e_3.permission_type)
     out.append(0)
 
 
 def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S10.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field FilterResults is null')
     elif n0 > len(data) - pos:
@@ -403,16 +425,16 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S11.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            pos += 4
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_matching_acls_6: list[DeleteAclsMatchingAcl]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -424,44 +446,46 @@ def decode_delete_acls_response_v1(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    v_error_code_8, n2 = _S11.unpack_from(data, pos)
                     v_error_message_9: str | None
-                    n2, = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    pos += 4
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_resource_type_10, = _S1.unpack_from(data, pos)
-                    pos += 1
-                    v_resource_name_11: str
-                    n2, = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ResourceName is null')
+                    elif n2 == 0:
+                        v_error_message_9 = ''
                     else:
+                        v_error_message_9 = None
+                    v_resource_type_10, n2 = _S1.unpack_from(data, pos)
+                    v_resource_name_11: str
+                    pos += 3
+                    if n2 > 0:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_pattern_type_12, = _S1.unpack_from(data, pos)
-                    pos += 1
-                    v_principal_13: str
-                    n2, = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
+                    elif n2 == 0:
+                        v_resource_name_11 = ''
                     else:
+                        raise DecodeError('non-nullable field ResourceName is null')
+                    v_pattern_type_12, n2 = _S1.unpack_from(data, pos)
+                    v_principal_13: str
+                    pos += 3
+                    if n2 > 0:
                         v_principal_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_14: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_15, v_permission_type_16 = _S3.unpack_from(data, pos)
                     pos += 2
                     append_7(DeleteAclsMatchingAcl(v_error_code_8, v_error_message_9, v_resource_type_10, v_resource_name_11, v_pattern_type_12, v_principal_13, v_host_14, v_operation_15, v_permission_type_16))
@@ -474,34 +498,30 @@ def encode_delete_acls_response_v1(m: DeleteAclsResponse, out: bytearray) -> Non
     x_1 = m.filter_results
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S11.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S11.pack(e_2.error_code, len(b_4))
             out += b_4
         x_5 = e_2.matching_acls
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S2.pack(e_6.error_code)
             x_7 = e_6.error_message
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S11.pack(e_6.error_code, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S2.pack(len(b_8))
+                out += _S11.pack(e_6.error_code, len(b_8))
                 out += b_8
-            out += _S1.pack(e_6.resource_type)
             x_9 = e_6.resource_name
             b_10 = x_9.encode()
-            out += _S2.pack(len(b_10))
+            out += _S1.pack(e_6.resource_type, len(b_10))
             out += b_10
-            out += _S1.pack(e_6.pattern_type)
             x_11 = e_6.principal
             b_12 = x_11.encode()
-            out += _S2.pack(len(b_12))
+            out += _S1.pack(e_6.pattern_type, len(b_12))
             out += b_12
             x_13 = e_6.host
             b_14 = x_13.encode()
@@ -511,13 +531,12 @@ def encode_delete_acls_response_v1(m: DeleteAclsResponse, out: bytearray) -> Non
 
 
 def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -528,20 +547,21 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S13.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_matching_acls_6: list[DeleteAclsMatchingAcl]
             n1 = data[pos]
             if n1 < 128:
@@ -557,48 +577,51 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    v_error_code_8, n2 = _S13.unpack_from(data, pos)
                     v_error_message_9: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 3
                     else:
+                        pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_resource_type_10, = _S1.unpack_from(data, pos)
-                    pos += 1
-                    v_resource_name_11: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_error_message_9 = ''
                     else:
+                        v_error_message_9 = None
+                    v_resource_type_10, n2 = _S4.unpack_from(data, pos)
+                    v_resource_name_11: str
+                    if n2 < 128:
+                        pos += 2
+                    else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ResourceName is null')
-                    else:
+                    if n2 > 0:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_pattern_type_12, = _S1.unpack_from(data, pos)
-                    pos += 1
-                    v_principal_13: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_resource_name_11 = ''
                     else:
+                        raise DecodeError('non-nullable field ResourceName is null')
+                    v_pattern_type_12, n2 = _S4.unpack_from(data, pos)
+                    v_principal_13: str
+                    if n2 < 128:
+                        pos += 2
+                    else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_14: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -606,16 +629,18 @@ def decode_delete_acls_response_v2(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_15, v_permission_type_16 = _S3.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_host_14 = ''
                     else:
+                        raise DecodeError('non-nullable field Host is null')
+                    v_operation_15, v_permission_type_16, tag_count2 = _S5.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
+                    else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -654,18 +679,21 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S13.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S14.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S13.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.matching_acls
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -673,19 +701,22 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S2.pack(e_9.error_code)
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out.append(0)
+            if e_9.error_message == '':
+                out += _S15.pack(e_9.error_code, 1, e_9.resource_type)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S14.pack(e_9.error_code)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S1.pack(e_9.resource_type)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S13.pack(e_9.error_code, u_12)
+                    else:
+                        out += _S2.pack(e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S8.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
@@ -694,15 +725,18 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_15)
             out += b_14
-            out += _S1.pack(e_9.pattern_type)
-            x_16 = e_9.principal
-            b_17 = x_16.encode()
-            u_18 = len(b_17) + 1
-            if u_18 < 128:
-                out.append(u_18)
+            if e_9.principal == '':
+                out += _S4.pack(e_9.pattern_type, 1)
             else:
-                write_uvarint(out, u_18)
-            out += b_17
+                x_16 = e_9.principal
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out += _S4.pack(e_9.pattern_type, u_18)
+                else:
+                    out += _S8.pack(e_9.pattern_type)
+                    write_uvarint(out, u_18)
+                out += b_17
             x_19 = e_9.host
             b_20 = x_19.encode()
             u_21 = len(b_20) + 1
@@ -711,20 +745,18 @@ def encode_delete_acls_response_v2(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S3.pack(e_9.operation, e_9.permission_type)
-            out.append(0)
+            out += _S9.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S12.unpack_from(data, pos)
     v_filter_results_2: list[DeleteAclsFilterResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -735,20 +767,21 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
         v_filter_results_2 = []
         append_3 = v_filter_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S13.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_matching_acls_6: list[DeleteAclsMatchingAcl]
             n1 = data[pos]
             if n1 < 128:
@@ -764,48 +797,51 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                 v_matching_acls_6 = []
                 append_7 = v_matching_acls_6.append
                 for _ in range(n1):
-                    v_error_code_8, = _S2.unpack_from(data, pos)
-                    pos += 2
+                    v_error_code_8, n2 = _S13.unpack_from(data, pos)
                     v_error_message_9: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 3
                     else:
+                        pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_resource_type_10, = _S1.unpack_from(data, pos)
-                    pos += 1
-                    v_resource_name_11: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_error_message_9 = ''
                     else:
+                        v_error_message_9 = None
+                    v_resource_type_10, n2 = _S4.unpack_from(data, pos)
+                    v_resource_name_11: str
+                    if n2 < 128:
+                        pos += 2
+                    else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ResourceName is null')
-                    else:
+                    if n2 > 0:
                         v_resource_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_pattern_type_12, = _S1.unpack_from(data, pos)
-                    pos += 1
-                    v_principal_13: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_resource_name_11 = ''
                     else:
+                        raise DecodeError('non-nullable field ResourceName is null')
+                    v_pattern_type_12, n2 = _S4.unpack_from(data, pos)
+                    v_principal_13: str
+                    if n2 < 128:
+                        pos += 2
+                    else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_14: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -813,16 +849,18 @@ def decode_delete_acls_response_v3(data: bytes, pos: int) -> tuple[DeleteAclsRes
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_15, v_permission_type_16 = _S3.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_host_14 = ''
                     else:
+                        raise DecodeError('non-nullable field Host is null')
+                    v_operation_15, v_permission_type_16, tag_count2 = _S5.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
+                    else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -861,18 +899,21 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S13.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S14.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S13.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.matching_acls
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -880,19 +921,22 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S2.pack(e_9.error_code)
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out.append(0)
+            if e_9.error_message == '':
+                out += _S15.pack(e_9.error_code, 1, e_9.resource_type)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S14.pack(e_9.error_code)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S1.pack(e_9.resource_type)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S13.pack(e_9.error_code, u_12)
+                    else:
+                        out += _S2.pack(e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S8.pack(e_9.resource_type)
             x_13 = e_9.resource_name
             b_14 = x_13.encode()
             u_15 = len(b_14) + 1
@@ -901,15 +945,18 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_15)
             out += b_14
-            out += _S1.pack(e_9.pattern_type)
-            x_16 = e_9.principal
-            b_17 = x_16.encode()
-            u_18 = len(b_17) + 1
-            if u_18 < 128:
-                out.append(u_18)
+            if e_9.principal == '':
+                out += _S4.pack(e_9.pattern_type, 1)
             else:
-                write_uvarint(out, u_18)
-            out += b_17
+                x_16 = e_9.principal
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out += _S4.pack(e_9.pattern_type, u_18)
+                else:
+                    out += _S8.pack(e_9.pattern_type)
+                    write_uvarint(out, u_18)
+                out += b_17
             x_19 = e_9.host
             b_20 = x_19.encode()
             u_21 = len(b_20) + 1
@@ -918,7 +965,6 @@ def encode_delete_acls_response_v3(m: DeleteAclsResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             out += b_20
-            out += _S3.pack(e_9.operation, e_9.permission_type)
-            out.append(0)
+            out += _S9.pack(e_9.operation, e_9.permission_type)
         out.append(0)
     out.append(0)

@@ -11,6 +11,11 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
 _S1 = Struct('>h')
+_S2 = Struct('>ii')
+_S3 = Struct('>iB')
+_S4 = Struct('>hB')
+_S5 = Struct('>hx')
+_S6 = Struct('>hBx')
 
 
 @dataclass(slots=True)
@@ -46,11 +51,13 @@ def decode_delete_groups_request_v0(data: bytes, pos: int) -> tuple[DeleteGroups
             e_3: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     return DeleteGroupsRequest(v_groups_names_1), pos
 
@@ -80,11 +87,13 @@ def decode_delete_groups_request_v1(data: bytes, pos: int) -> tuple[DeleteGroups
             e_3: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     return DeleteGroupsRequest(v_groups_names_1), pos
 
@@ -122,11 +131,13 @@ def decode_delete_groups_request_v2(data: bytes, pos: int) -> tuple[DeleteGroups
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     if data[pos] == 0:
         pos += 1
@@ -182,11 +193,13 @@ def decode_delete_groups_request_v3(data: bytes, pos: int) -> tuple[DeleteGroups
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupsNames[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupsNames[] is null')
             append_2(e_3)
     if data[pos] == 0:
         pos += 1
@@ -220,11 +233,9 @@ def encode_delete_groups_request_v3(m: DeleteGroupsRequest, out: bytearray) -> N
 
 
 def decode_delete_groups_response_v0(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -236,11 +247,13 @@ def decode_delete_groups_response_v0(data: bytes, pos: int) -> tuple[DeleteGroup
             v_group_id_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableGroupResult(v_group_id_4, v_error_code_5, None))
@@ -260,11 +273,9 @@ def encode_delete_groups_response_v0(m: DeleteGroupsResponse, out: bytearray) ->
 
 
 def decode_delete_groups_response_v1(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -276,11 +287,13 @@ def decode_delete_groups_response_v1(data: bytes, pos: int) -> tuple[DeleteGroup
             v_group_id_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_error_code_5, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableGroupResult(v_group_id_4, v_error_code_5, None))
@@ -300,13 +313,12 @@ def encode_delete_groups_response_v1(m: DeleteGroupsResponse, out: bytearray) ->
 
 
 def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -324,16 +336,18 @@ def decode_delete_groups_response_v2(data: bytes, pos: int) -> tuple[DeleteGroup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_group_id_4 = ''
             else:
+                raise DecodeError('non-nullable field GroupId is null')
+            v_error_code_5, tag_count1 = _S4.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -370,19 +384,17 @@ def encode_delete_groups_response_v2(m: DeleteGroupsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        out.append(0)
+        out += _S5.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_results_2: list[DeletableGroupResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -400,25 +412,28 @@ def decode_delete_groups_response_v3(data: bytes, pos: int) -> tuple[DeleteGroup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_5, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_6: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_group_id_4 = ''
             else:
+                raise DecodeError('non-nullable field GroupId is null')
+            v_error_code_5, n1 = _S4.unpack_from(data, pos)
+            v_error_message_6: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_6 = None
-            else:
+            if n1 > 0:
                 v_error_message_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_6 = ''
+            else:
+                v_error_message_6 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -458,17 +473,20 @@ def encode_delete_groups_response_v3(m: DeleteGroupsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S6.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S5.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S4.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

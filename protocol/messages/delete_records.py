@@ -12,7 +12,14 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>iq')
-_S3 = Struct('>iqh')
+_S3 = Struct('>iqB')
+_S4 = Struct('>iB')
+_S5 = Struct('>iqx')
+_S6 = Struct('>ix')
+_S7 = Struct('>ii')
+_S8 = Struct('>iqh')
+_S9 = Struct('>iqhB')
+_S10 = Struct('>iqhx')
 
 
 @dataclass(slots=True)
@@ -67,11 +74,13 @@ def decode_delete_records_request_v0(data: bytes, pos: int) -> tuple[DeleteRecor
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -122,11 +131,13 @@ def decode_delete_records_request_v1(data: bytes, pos: int) -> tuple[DeleteRecor
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -185,11 +196,13 @@ def decode_delete_records_request_v2(data: bytes, pos: int) -> tuple[DeleteRecor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -205,11 +218,11 @@ def decode_delete_records_request_v2(data: bytes, pos: int) -> tuple[DeleteRecor
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_offset_8 = _S2.unpack_from(data, pos)
-                    pos += 12
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_offset_8, tag_count2 = _S3.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 13
                     else:
+                        pos += 12
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -227,11 +240,11 @@ def decode_delete_records_request_v2(data: bytes, pos: int) -> tuple[DeleteRecor
                     end1 = pos + size1
                     pos = end1
             append_3(DeleteRecordsTopic(v_name_4, v_partitions_5))
-    v_timeout_ms_2, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -264,19 +277,15 @@ def encode_delete_records_request_v2(m: DeleteRecordsRequest, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S2.pack(e_9.partition_index, e_9.offset)
-            out.append(0)
+            out += _S5.pack(e_9.partition_index, e_9.offset)
         out.append(0)
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+    out += _S6.pack(m.timeout_ms)
 
 
 def decode_delete_records_response_v0(data: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[DeleteRecordsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -288,11 +297,13 @@ def decode_delete_records_response_v0(data: bytes, pos: int) -> tuple[DeleteReco
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartitionResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -304,7 +315,7 @@ def decode_delete_records_response_v0(data: bytes, pos: int) -> tuple[DeleteReco
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S3.unpack_from(data, pos)
+                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S8.unpack_from(data, pos)
                     pos += 14
                     append_6(DeleteRecordsPartitionResult(v_partition_index_7, v_low_watermark_8, v_error_code_9))
             append_3(DeleteRecordsTopicResult(v_name_4, v_partitions_5))
@@ -323,15 +334,13 @@ def encode_delete_records_response_v0(m: DeleteRecordsResponse, out: bytearray) 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
+            out += _S8.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
 
 
 def decode_delete_records_response_v1(data: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_topics_2: list[DeleteRecordsTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -343,11 +352,13 @@ def decode_delete_records_response_v1(data: bytes, pos: int) -> tuple[DeleteReco
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartitionResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -359,7 +370,7 @@ def decode_delete_records_response_v1(data: bytes, pos: int) -> tuple[DeleteReco
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S3.unpack_from(data, pos)
+                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S8.unpack_from(data, pos)
                     pos += 14
                     append_6(DeleteRecordsPartitionResult(v_partition_index_7, v_low_watermark_8, v_error_code_9))
             append_3(DeleteRecordsTopicResult(v_name_4, v_partitions_5))
@@ -378,17 +389,16 @@ def encode_delete_records_response_v1(m: DeleteRecordsResponse, out: bytearray) 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
+            out += _S8.pack(e_6.partition_index, e_6.low_watermark, e_6.error_code)
 
 
 def decode_delete_records_response_v2(data: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[DeleteRecordsTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -406,11 +416,13 @@ def decode_delete_records_response_v2(data: bytes, pos: int) -> tuple[DeleteReco
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[DeleteRecordsPartitionResult]
             n1 = data[pos]
             if n1 < 128:
@@ -426,11 +438,11 @@ def decode_delete_records_response_v2(data: bytes, pos: int) -> tuple[DeleteReco
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_low_watermark_8, v_error_code_9 = _S3.unpack_from(data, pos)
-                    pos += 14
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_low_watermark_8, v_error_code_9, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 15
                     else:
+                        pos += 14
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -484,7 +496,6 @@ def encode_delete_records_response_v2(m: DeleteRecordsResponse, out: bytearray) 
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S3.pack(e_9.partition_index, e_9.low_watermark, e_9.error_code)
-            out.append(0)
+            out += _S10.pack(e_9.partition_index, e_9.low_watermark, e_9.error_code)
         out.append(0)
     out.append(0)

@@ -10,8 +10,13 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>ih')
-_S1 = Struct('>16sh')
+_S0 = Struct('>ihB')
+_S1 = Struct('>16shB')
+_S2 = Struct('>ihx')
+_S3 = Struct('>ih')
+_S4 = Struct('>16shBx')
+_S5 = Struct('>16shx')
+_S6 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -49,11 +54,13 @@ def decode_delete_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[DeleteShareGroupOffsetsRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -76,11 +83,13 @@ def decode_delete_share_group_offsets_request_v0(data: bytes, pos: int) -> tuple
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field TopicName is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -132,20 +141,21 @@ def encode_delete_share_group_offsets_request_v0(m: DeleteShareGroupOffsetsReque
 
 
 def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple[DeleteShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S0.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_responses_4: list[DeleteShareGroupOffsetsResponseTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -168,25 +178,28 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicName is null')
-            else:
+            if n1 > 0:
                 v_topic_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_7, v_error_code_8 = _S1.unpack_from(data, pos)
-            pos += 18
-            v_error_message_9: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_topic_name_6 = ''
             else:
+                raise DecodeError('non-nullable field TopicName is null')
+            v_topic_id_7, v_error_code_8, n1 = _S1.unpack_from(data, pos)
+            v_error_message_9: str | None
+            if n1 < 128:
+                pos += 19
+            else:
+                pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_9 = None
-            else:
+            if n1 > 0:
                 v_error_message_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_9 = ''
+            else:
+                v_error_message_9 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -210,18 +223,21 @@ def decode_delete_share_group_offsets_response_v0(data: bytes, pos: int) -> tupl
 
 
 def encode_delete_share_group_offsets_response_v0(m: DeleteShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S0.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S2.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S0.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S3.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -237,17 +253,20 @@ def encode_delete_share_group_offsets_response_v0(m: DeleteShareGroupOffsetsResp
         else:
             write_uvarint(out, u_9)
         out += b_8
-        out += _S1.pack(e_6.topic_id, e_6.error_code)
-        x_10 = e_6.error_message
-        if x_10 is None:
-            out.append(0)
+        if e_6.error_message == '':
+            out += _S4.pack(e_6.topic_id, e_6.error_code, 1)
         else:
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out.append(u_12)
+            x_10 = e_6.error_message
+            if x_10 is None:
+                out += _S5.pack(e_6.topic_id, e_6.error_code)
             else:
-                write_uvarint(out, u_12)
-            out += b_11
-        out.append(0)
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S1.pack(e_6.topic_id, e_6.error_code, u_12)
+                else:
+                    out += _S6.pack(e_6.topic_id, e_6.error_code)
+                    write_uvarint(out, u_12)
+                out += b_11
+            out.append(0)
     out.append(0)

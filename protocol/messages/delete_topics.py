@@ -12,8 +12,18 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 ZERO_UUID = bytes(16)
 _S0 = Struct('>i')
 _S1 = Struct('>h')
-_S2 = Struct('>16s')
-_S3 = Struct('>16sh')
+_S2 = Struct('>iB')
+_S3 = Struct('>ix')
+_S4 = Struct('>16sB')
+_S5 = Struct('>16sx')
+_S6 = Struct('>ii')
+_S7 = Struct('>hB')
+_S8 = Struct('>hx')
+_S9 = Struct('>hBx')
+_S10 = Struct('>16shB')
+_S11 = Struct('>16shBx')
+_S12 = Struct('>16shx')
+_S13 = Struct('>16sh')
 
 
 @dataclass(slots=True)
@@ -58,11 +68,13 @@ def decode_delete_topics_request_v0(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -97,11 +109,13 @@ def decode_delete_topics_request_v1(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -136,11 +150,13 @@ def decode_delete_topics_request_v2(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -175,11 +191,13 @@ def decode_delete_topics_request_v3(data: bytes, pos: int) -> tuple[DeleteTopics
             e_5: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
     v_timeout_ms_3, = _S0.unpack_from(data, pos)
     pos += 4
@@ -222,17 +240,19 @@ def decode_delete_topics_request_v4(data: bytes, pos: int) -> tuple[DeleteTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
-    v_timeout_ms_3, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_3, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -260,8 +280,7 @@ def encode_delete_topics_request_v4(m: DeleteTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+    out += _S3.pack(m.timeout_ms)
 
 
 def decode_delete_topics_request_v5(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
@@ -287,17 +306,19 @@ def decode_delete_topics_request_v5(data: bytes, pos: int) -> tuple[DeleteTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field TopicNames[] is null')
             append_4(e_5)
-    v_timeout_ms_3, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_3, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -325,8 +346,7 @@ def encode_delete_topics_request_v5(m: DeleteTopicsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+    out += _S3.pack(m.timeout_ms)
 
 
 def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
@@ -352,16 +372,18 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_5 = None
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_6, = _S2.unpack_from(data, pos)
-            pos += 16
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_name_5 = ''
             else:
+                v_name_5 = None
+            v_topic_id_6, tag_count1 = _S4.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 17
+            else:
+                pos += 16
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -369,11 +391,11 @@ def decode_delete_topics_request_v6(data: bytes, pos: int) -> tuple[DeleteTopics
                     end1 = pos + size1
                     pos = end1
             append_4(DeleteTopicState(v_name_5, v_topic_id_6))
-    v_timeout_ms_3, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_3, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -402,10 +424,8 @@ def encode_delete_topics_request_v6(m: DeleteTopicsRequest, out: bytearray) -> N
             else:
                 write_uvarint(out, u_6)
             out += b_5
-        out += _S2.pack(e_3.topic_id)
-        out.append(0)
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+        out += _S5.pack(e_3.topic_id)
+    out += _S3.pack(m.timeout_ms)
 
 
 def decode_delete_topics_response_v0(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -423,11 +443,13 @@ def decode_delete_topics_response_v0(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -448,11 +470,9 @@ def encode_delete_topics_response_v0(m: DeleteTopicsResponse, out: bytearray) ->
 
 
 def decode_delete_topics_response_v1(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -464,11 +484,13 @@ def decode_delete_topics_response_v1(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -490,11 +512,9 @@ def encode_delete_topics_response_v1(m: DeleteTopicsResponse, out: bytearray) ->
 
 
 def decode_delete_topics_response_v2(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -506,11 +526,13 @@ def decode_delete_topics_response_v2(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -532,11 +554,9 @@ def encode_delete_topics_response_v2(m: DeleteTopicsResponse, out: bytearray) ->
 
 
 def decode_delete_topics_response_v3(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -548,11 +568,13 @@ def decode_delete_topics_response_v3(data: bytes, pos: int) -> tuple[DeleteTopic
             v_name_4: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_error_code_6, = _S1.unpack_from(data, pos)
             pos += 2
             append_3(DeletableTopicResult(v_name_4, ZERO_UUID, v_error_code_6, None))
@@ -574,13 +596,12 @@ def encode_delete_topics_response_v3(m: DeleteTopicsResponse, out: bytearray) ->
 
 
 def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -598,16 +619,18 @@ def decode_delete_topics_response_v4(data: bytes, pos: int) -> tuple[DeleteTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, tag_count1 = _S7.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -646,19 +669,17 @@ def encode_delete_topics_response_v4(m: DeleteTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        out.append(0)
+        out += _S8.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -676,25 +697,28 @@ def decode_delete_topics_response_v5(data: bytes, pos: int) -> tuple[DeleteTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_6, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_error_code_6, n1 = _S7.unpack_from(data, pos)
+            v_error_message_7: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -736,30 +760,32 @@ def encode_delete_topics_response_v5(m: DeleteTopicsResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S9.pack(e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S8.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S7.pack(e_3.error_code, u_9)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)
 
 
 def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_responses_2: list[DeletableTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -777,25 +803,28 @@ def decode_delete_topics_response_v6(data: bytes, pos: int) -> tuple[DeleteTopic
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_4 = None
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_5, v_error_code_6 = _S3.unpack_from(data, pos)
-            pos += 18
-            v_error_message_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_4 = ''
             else:
+                v_name_4 = None
+            v_topic_id_5, v_error_code_6, n1 = _S10.unpack_from(data, pos)
+            v_error_message_7: str | None
+            if n1 < 128:
+                pos += 19
+            else:
+                pos += 18
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -838,17 +867,20 @@ def encode_delete_topics_response_v6(m: DeleteTopicsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_6)
             out += b_5
-        out += _S3.pack(e_3.topic_id, e_3.error_code)
-        x_7 = e_3.error_message
-        if x_7 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S11.pack(e_3.topic_id, e_3.error_code, 1)
         else:
-            b_8 = x_7.encode()
-            u_9 = len(b_8) + 1
-            if u_9 < 128:
-                out.append(u_9)
+            x_7 = e_3.error_message
+            if x_7 is None:
+                out += _S12.pack(e_3.topic_id, e_3.error_code)
             else:
-                write_uvarint(out, u_9)
-            out += b_8
-        out.append(0)
+                b_8 = x_7.encode()
+                u_9 = len(b_8) + 1
+                if u_9 < 128:
+                    out += _S10.pack(e_3.topic_id, e_3.error_code, u_9)
+                else:
+                    out += _S13.pack(e_3.topic_id, e_3.error_code)
+                    write_uvarint(out, u_9)
+                out += b_8
+            out.append(0)
     out.append(0)

@@ -9,11 +9,21 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>b')
+_S0 = Struct('>bh')
 _S1 = Struct('>h')
 _S2 = Struct('>bb')
-_S3 = Struct('>ih')
-_S4 = Struct('>i')
+_S3 = Struct('>bB')
+_S4 = Struct('>bbB')
+_S5 = Struct('>bBb')
+_S6 = Struct('>bx')
+_S7 = Struct('>b')
+_S8 = Struct('>bbx')
+_S9 = Struct('>ihh')
+_S10 = Struct('>i')
+_S11 = Struct('>bi')
+_S12 = Struct('>ihB')
+_S13 = Struct('>ihx')
+_S14 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -52,55 +62,55 @@ class DescribeAclsResponse:
 
 
 def decode_describe_acls_request_v1(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    v_resource_type_filter_1, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_resource_type_filter_1, n0 = _S0.unpack_from(data, pos)
     v_resource_name_filter_2: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_resource_name_filter_2 = None
-    else:
+    pos += 3
+    if n0 > 0:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_pattern_type_filter_3, = _S0.unpack_from(data, pos)
-    pos += 1
-    v_principal_filter_4: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_principal_filter_4 = None
+    elif n0 == 0:
+        v_resource_name_filter_2 = ''
     else:
+        v_resource_name_filter_2 = None
+    v_pattern_type_filter_3, n0 = _S0.unpack_from(data, pos)
+    v_principal_filter_4: str | None
+    pos += 3
+    if n0 > 0:
         v_principal_filter_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_principal_filter_4 = ''
+    else:
+        v_principal_filter_4 = None
     v_host_filter_5: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_host_filter_5 = None
-    else:
+    if n0 > 0:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_host_filter_5 = ''
+    else:
+        v_host_filter_5 = None
     v_operation_6, v_permission_type_7 = _S2.unpack_from(data, pos)
     pos += 2
     return DescribeAclsRequest(v_resource_type_filter_1, v_resource_name_filter_2, v_pattern_type_filter_3, v_principal_filter_4, v_host_filter_5, v_operation_6, v_permission_type_7), pos
 
 
 def encode_describe_acls_request_v1(m: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S0.pack(m.resource_type_filter)
     x_1 = m.resource_name_filter
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.resource_type_filter, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S0.pack(m.resource_type_filter, len(b_2))
         out += b_2
-    out += _S0.pack(m.pattern_type_filter)
     x_3 = m.principal_filter
     if x_3 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.pattern_type_filter, -1)
     else:
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S0.pack(m.pattern_type_filter, len(b_4))
         out += b_4
     x_5 = m.host_filter
     if x_5 is None:
@@ -113,34 +123,36 @@ def encode_describe_acls_request_v1(m: DescribeAclsRequest, out: bytearray) -> N
 
 
 def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    v_resource_type_filter_1, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_resource_type_filter_1, n0 = _S3.unpack_from(data, pos)
     v_resource_name_filter_2: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_resource_name_filter_2 = None
-    else:
+    if n0 > 0:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_pattern_type_filter_3, = _S0.unpack_from(data, pos)
-    pos += 1
-    v_principal_filter_4: str | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_resource_name_filter_2 = ''
     else:
+        v_resource_name_filter_2 = None
+    v_pattern_type_filter_3, n0 = _S3.unpack_from(data, pos)
+    v_principal_filter_4: str | None
+    if n0 < 128:
+        pos += 2
+    else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_principal_filter_4 = None
-    else:
+    if n0 > 0:
         v_principal_filter_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_principal_filter_4 = ''
+    else:
+        v_principal_filter_4 = None
     v_host_filter_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -148,16 +160,18 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_host_filter_5 = None
-    else:
+    if n0 > 0:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_operation_6, v_permission_type_7 = _S2.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_host_filter_5 = ''
     else:
+        v_host_filter_5 = None
+    v_operation_6, v_permission_type_7, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
+    else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -168,19 +182,22 @@ def decode_describe_acls_request_v2(data: bytes, pos: int) -> tuple[DescribeAcls
 
 
 def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S0.pack(m.resource_type_filter)
-    x_1 = m.resource_name_filter
-    if x_1 is None:
-        out.append(0)
+    if m.resource_name_filter == '':
+        out += _S5.pack(m.resource_type_filter, 1, m.pattern_type_filter)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.resource_name_filter
+        if x_1 is None:
+            out += _S6.pack(m.resource_type_filter)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S0.pack(m.pattern_type_filter)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.resource_type_filter, u_3)
+            else:
+                out += _S7.pack(m.resource_type_filter)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S7.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
         out.append(0)
@@ -203,39 +220,40 @@ def encode_describe_acls_request_v2(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S2.pack(m.operation, m.permission_type)
-    out.append(0)
+    out += _S8.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    v_resource_type_filter_1, = _S0.unpack_from(data, pos)
-    pos += 1
+    v_resource_type_filter_1, n0 = _S3.unpack_from(data, pos)
     v_resource_name_filter_2: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_resource_name_filter_2 = None
-    else:
+    if n0 > 0:
         v_resource_name_filter_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_pattern_type_filter_3, = _S0.unpack_from(data, pos)
-    pos += 1
-    v_principal_filter_4: str | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_resource_name_filter_2 = ''
     else:
+        v_resource_name_filter_2 = None
+    v_pattern_type_filter_3, n0 = _S3.unpack_from(data, pos)
+    v_principal_filter_4: str | None
+    if n0 < 128:
+        pos += 2
+    else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_principal_filter_4 = None
-    else:
+    if n0 > 0:
         v_principal_filter_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_principal_filter_4 = ''
+    else:
+        v_principal_filter_4 = None
     v_host_filter_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -243,16 +261,18 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_host_filter_5 = None
-    else:
+    if n0 > 0:
         v_host_filter_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_operation_6, v_permission_type_7 = _S2.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_host_filter_5 = ''
     else:
+        v_host_filter_5 = None
+    v_operation_6, v_permission_type_7, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
+    else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -263,19 +283,22 @@ def decode_describe_acls_request_v3(data: bytes, pos: int) -> tuple[DescribeAcls
 
 
 def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S0.pack(m.resource_type_filter)
-    x_1 = m.resource_name_filter
-    if x_1 is None:
-        out.append(0)
+    if m.resource_name_filter == '':
+        out += _S5.pack(m.resource_type_filter, 1, m.pattern_type_filter)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.resource_name_filter
+        if x_1 is None:
+            out += _S6.pack(m.resource_type_filter)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S0.pack(m.pattern_type_filter)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.resource_type_filter, u_3)
+            else:
+                out += _S7.pack(m.resource_type_filter)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S7.pack(m.pattern_type_filter)
     x_4 = m.principal_filter
     if x_4 is None:
         out.append(0)
@@ -298,23 +321,22 @@ def encode_describe_acls_request_v3(m: DescribeAclsRequest, out: bytearray) -> N
         else:
             write_uvarint(out, u_9)
         out += b_8
-    out += _S2.pack(m.operation, m.permission_type)
-    out.append(0)
+    out += _S8.pack(m.operation, m.permission_type)
 
 
 def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S9.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    pos += 8
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
-    n0, = _S4.unpack_from(data, pos)
+    n0, = _S10.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Resources is null')
@@ -324,21 +346,19 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
         v_resources_4 = []
         append_5 = v_resources_4.append
         for _ in range(n0):
-            v_resource_type_6, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S0.unpack_from(data, pos)
             v_resource_name_7: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_8, = _S0.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
+            v_pattern_type_8, n1 = _S11.unpack_from(data, pos)
             v_acls_9: list[AclDescription]
-            n1, = _S4.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Acls is null')
             elif n1 > len(data) - pos:
@@ -350,19 +370,23 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
                     v_principal_11: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_12: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_host_12 = ''
+                    else:
+                        raise DecodeError('non-nullable field Host is null')
                     v_operation_13, v_permission_type_14 = _S2.unpack_from(data, pos)
                     pos += 2
                     append_10(AclDescription(v_principal_11, v_host_12, v_operation_13, v_permission_type_14))
@@ -371,25 +395,23 @@ def decode_describe_acls_response_v1(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S9.pack(m.throttle_time_ms, m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S9.pack(m.throttle_time_ms, m.error_code, len(b_2))
         out += b_2
     x_3 = m.resources
-    out += _S4.pack(len(x_3))
+    out += _S10.pack(len(x_3))
     for e_4 in x_3:
-        out += _S0.pack(e_4.resource_type)
         x_5 = e_4.resource_name
         b_6 = x_5.encode()
-        out += _S1.pack(len(b_6))
+        out += _S0.pack(e_4.resource_type, len(b_6))
         out += b_6
-        out += _S0.pack(e_4.pattern_type)
+        out += _S7.pack(e_4.pattern_type)
         x_7 = e_4.acls
-        out += _S4.pack(len(x_7))
+        out += _S10.pack(len(x_7))
         for e_8 in x_7:
             x_9 = e_8.principal
             b_10 = x_9.encode()
@@ -403,20 +425,21 @@ def encode_describe_acls_response_v1(m: DescribeAclsResponse, out: bytearray) ->
 
 
 def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S12.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
     n0 = data[pos]
     if n0 < 128:
@@ -432,27 +455,27 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
         v_resources_4 = []
         append_5 = v_resources_4.append
         for _ in range(n0):
-            v_resource_type_6, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S3.unpack_from(data, pos)
             v_resource_name_7: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_8, = _S0.unpack_from(data, pos)
-            pos += 1
-            v_acls_9: list[AclDescription]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_resource_name_7 = ''
             else:
+                raise DecodeError('non-nullable field ResourceName is null')
+            v_pattern_type_8, n1 = _S3.unpack_from(data, pos)
+            v_acls_9: list[AclDescription]
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -470,11 +493,13 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_12: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -482,16 +507,18 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_13, v_permission_type_14 = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_host_12 = ''
                     else:
+                        raise DecodeError('non-nullable field Host is null')
+                    v_operation_13, v_permission_type_14, tag_count2 = _S4.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
+                    else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -522,18 +549,21 @@ def decode_describe_acls_response_v2(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S12.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S13.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S12.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S14.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.resources
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -541,16 +571,19 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S0.pack(e_6.resource_type)
-        x_7 = e_6.resource_name
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        if e_6.resource_name == '':
+            out += _S5.pack(e_6.resource_type, 1, e_6.pattern_type)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
-        out += _S0.pack(e_6.pattern_type)
+            x_7 = e_6.resource_name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S3.pack(e_6.resource_type, u_9)
+            else:
+                out += _S7.pack(e_6.resource_type)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S7.pack(e_6.pattern_type)
         x_10 = e_6.acls
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -574,27 +607,27 @@ def encode_describe_acls_response_v2(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S2.pack(e_12.operation, e_12.permission_type)
-            out.append(0)
+            out += _S8.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)
 
 
 def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S3.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S12.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_resources_4: list[DescribeAclsResource]
     n0 = data[pos]
     if n0 < 128:
@@ -610,27 +643,27 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
         v_resources_4 = []
         append_5 = v_resources_4.append
         for _ in range(n0):
-            v_resource_type_6, = _S0.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_6, n1 = _S3.unpack_from(data, pos)
             v_resource_name_7: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_pattern_type_8, = _S0.unpack_from(data, pos)
-            pos += 1
-            v_acls_9: list[AclDescription]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_resource_name_7 = ''
             else:
+                raise DecodeError('non-nullable field ResourceName is null')
+            v_pattern_type_8, n1 = _S3.unpack_from(data, pos)
+            v_acls_9: list[AclDescription]
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -648,11 +681,13 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Principal is null')
-                    else:
+                    if n2 > 0:
                         v_principal_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_principal_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Principal is null')
                     v_host_12: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -660,16 +695,18 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Host is null')
-                    else:
+                    if n2 > 0:
                         v_host_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_operation_13, v_permission_type_14 = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_host_12 = ''
                     else:
+                        raise DecodeError('non-nullable field Host is null')
+                    v_operation_13, v_permission_type_14, tag_count2 = _S4.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 3
+                    else:
+                        pos += 2
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -700,18 +737,21 @@ def decode_describe_acls_response_v3(data: bytes, pos: int) -> tuple[DescribeAcl
 
 
 def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S12.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S13.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S12.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S14.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.resources
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -719,16 +759,19 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S0.pack(e_6.resource_type)
-        x_7 = e_6.resource_name
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        if e_6.resource_name == '':
+            out += _S5.pack(e_6.resource_type, 1, e_6.pattern_type)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
-        out += _S0.pack(e_6.pattern_type)
+            x_7 = e_6.resource_name
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S3.pack(e_6.resource_type, u_9)
+            else:
+                out += _S7.pack(e_6.resource_type)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S7.pack(e_6.pattern_type)
         x_10 = e_6.acls
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -752,7 +795,6 @@ def encode_describe_acls_response_v3(m: DescribeAclsResponse, out: bytearray) ->
             else:
                 write_uvarint(out, u_18)
             out += b_17
-            out += _S2.pack(e_12.operation, e_12.permission_type)
-            out.append(0)
+            out += _S8.pack(e_12.operation, e_12.permission_type)
         out.append(0)
     out.append(0)

@@ -9,11 +9,20 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>?')
-_S1 = Struct('>?b')
-_S2 = Struct('>ih')
-_S3 = Struct('>i')
-_S4 = Struct('>b')
+_S0 = Struct('>?B')
+_S1 = Struct('>?x')
+_S2 = Struct('>?bB')
+_S3 = Struct('>?bx')
+_S4 = Struct('>ihB')
+_S5 = Struct('>iB')
+_S6 = Struct('>ihx')
+_S7 = Struct('>ih')
+_S8 = Struct('>i')
+_S9 = Struct('>iBi')
+_S10 = Struct('>ix')
+_S11 = Struct('>bB')
+_S12 = Struct('>ihBb')
+_S13 = Struct('>b')
 
 
 @dataclass(slots=True)
@@ -45,11 +54,11 @@ class DescribeClusterResponse:
 
 
 def decode_describe_cluster_request_v0(data: bytes, pos: int) -> tuple[DescribeClusterRequest, int]:
-    v_include_cluster_authorized_operations_1, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_cluster_authorized_operations_1, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -64,16 +73,15 @@ def encode_describe_cluster_request_v0(m: DescribeClusterRequest, out: bytearray
         raise ValueError('attempted to write a non-default EndpointType at version 0')
     if m.include_fenced_brokers:
         raise ValueError('attempted to write a non-default IncludeFencedBrokers at version 0')
-    out += _S0.pack(m.include_cluster_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_cluster_authorized_operations)
 
 
 def decode_describe_cluster_request_v1(data: bytes, pos: int) -> tuple[DescribeClusterRequest, int]:
-    v_include_cluster_authorized_operations_1, v_endpoint_type_2 = _S1.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_include_cluster_authorized_operations_1, v_endpoint_type_2, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -86,25 +94,25 @@ def decode_describe_cluster_request_v1(data: bytes, pos: int) -> tuple[DescribeC
 def encode_describe_cluster_request_v1(m: DescribeClusterRequest, out: bytearray) -> None:
     if m.include_fenced_brokers:
         raise ValueError('attempted to write a non-default IncludeFencedBrokers at version 1')
-    out += _S1.pack(m.include_cluster_authorized_operations, m.endpoint_type)
-    out.append(0)
+    out += _S3.pack(m.include_cluster_authorized_operations, m.endpoint_type)
 
 
 def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_cluster_id_5: str
     n0 = data[pos]
     if n0 < 128:
@@ -112,18 +120,19 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClusterId is null')
-    else:
+    if n0 > 0:
         v_cluster_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_6, = _S3.unpack_from(data, pos)
-    pos += 4
-    v_brokers_7: list[DescribeClusterBroker]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_cluster_id_5 = ''
     else:
+        raise DecodeError('non-nullable field ClusterId is null')
+    v_controller_id_6, n0 = _S5.unpack_from(data, pos)
+    v_brokers_7: list[DescribeClusterBroker]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -134,34 +143,36 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
         v_brokers_7 = []
         append_9 = v_brokers_7.append
         for _ in range(n0):
-            v_broker_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
+            v_broker_id_10, n1 = _S5.unpack_from(data, pos)
             v_host_11: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, = _S3.unpack_from(data, pos)
-            pos += 4
-            v_rack_13: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_11 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_12, n1 = _S5.unpack_from(data, pos)
+            v_rack_13: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_13 = None
-            else:
+            if n1 > 0:
                 v_rack_13 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_13 = ''
+            else:
+                v_rack_13 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -172,11 +183,11 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
                     end1 = pos + size1
                     pos = end1
             append_9(DescribeClusterBroker(v_broker_id_10, v_host_11, v_port_12, v_rack_13, False))
-    v_cluster_authorized_operations_8, = _S3.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_cluster_authorized_operations_8, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -189,18 +200,21 @@ def decode_describe_cluster_response_v0(data: bytes, pos: int) -> tuple[Describe
 def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearray) -> None:
     if m.endpoint_type != 1:
         raise ValueError('attempted to write a non-default EndpointType at version 0')
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S4.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S6.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S7.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.cluster_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -209,7 +223,7 @@ def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearr
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S3.pack(m.controller_id)
+    out += _S8.pack(m.controller_id)
     x_7 = m.brokers
     u_8 = len(x_7) + 1
     if u_8 < 128:
@@ -219,16 +233,19 @@ def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearr
     for e_9 in x_7:
         if e_9.is_fenced:
             raise ValueError('attempted to write a non-default IsFenced at version 0')
-        out += _S3.pack(e_9.broker_id)
-        x_10 = e_9.host
-        b_11 = x_10.encode()
-        u_12 = len(b_11) + 1
-        if u_12 < 128:
-            out.append(u_12)
+        if e_9.host == '':
+            out += _S9.pack(e_9.broker_id, 1, e_9.port)
         else:
-            write_uvarint(out, u_12)
-        out += b_11
-        out += _S3.pack(e_9.port)
+            x_10 = e_9.host
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out += _S5.pack(e_9.broker_id, u_12)
+            else:
+                out += _S8.pack(e_9.broker_id)
+                write_uvarint(out, u_12)
+            out += b_11
+            out += _S8.pack(e_9.port)
         x_13 = e_9.rack
         if x_13 is None:
             out.append(0)
@@ -241,46 +258,46 @@ def encode_describe_cluster_response_v0(m: DescribeClusterResponse, out: bytearr
                 write_uvarint(out, u_15)
             out += b_14
         out.append(0)
-    out += _S3.pack(m.cluster_authorized_operations)
-    out.append(0)
+    out += _S10.pack(m.cluster_authorized_operations)
 
 
 def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_endpoint_type_4, = _S4.unpack_from(data, pos)
-    pos += 1
-    v_cluster_id_5: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_error_message_3 = ''
     else:
+        v_error_message_3 = None
+    v_endpoint_type_4, n0 = _S11.unpack_from(data, pos)
+    v_cluster_id_5: str
+    if n0 < 128:
+        pos += 2
+    else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ClusterId is null')
-    else:
+    if n0 > 0:
         v_cluster_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_6, = _S3.unpack_from(data, pos)
-    pos += 4
-    v_brokers_7: list[DescribeClusterBroker]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_cluster_id_5 = ''
     else:
+        raise DecodeError('non-nullable field ClusterId is null')
+    v_controller_id_6, n0 = _S5.unpack_from(data, pos)
+    v_brokers_7: list[DescribeClusterBroker]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -291,34 +308,36 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
         v_brokers_7 = []
         append_9 = v_brokers_7.append
         for _ in range(n0):
-            v_broker_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
+            v_broker_id_10, n1 = _S5.unpack_from(data, pos)
             v_host_11: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, = _S3.unpack_from(data, pos)
-            pos += 4
-            v_rack_13: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_11 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_12, n1 = _S5.unpack_from(data, pos)
+            v_rack_13: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_13 = None
-            else:
+            if n1 > 0:
                 v_rack_13 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_13 = ''
+            else:
+                v_rack_13 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -329,11 +348,11 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
                     end1 = pos + size1
                     pos = end1
             append_9(DescribeClusterBroker(v_broker_id_10, v_host_11, v_port_12, v_rack_13, False))
-    v_cluster_authorized_operations_8, = _S3.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_cluster_authorized_operations_8, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -344,19 +363,22 @@ def decode_describe_cluster_response_v1(data: bytes, pos: int) -> tuple[Describe
 
 
 def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S12.pack(m.throttle_time_ms, m.error_code, 1, m.endpoint_type)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S6.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S4.pack(m.endpoint_type)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S4.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S7.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S13.pack(m.endpoint_type)
     x_4 = m.cluster_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -365,7 +387,7 @@ def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearr
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S3.pack(m.controller_id)
+    out += _S8.pack(m.controller_id)
     x_7 = m.brokers
     u_8 = len(x_7) + 1
     if u_8 < 128:
@@ -375,16 +397,19 @@ def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearr
     for e_9 in x_7:
         if e_9.is_fenced:
             raise ValueError('attempted to write a non-default IsFenced at version 1')
-        out += _S3.pack(e_9.broker_id)
-        x_10 = e_9.host
-        b_11 = x_10.encode()
-        u_12 = len(b_11) + 1
-        if u_12 < 128:
-            out.append(u_12)
+        if e_9.host == '':
+            out += _S9.pack(e_9.broker_id, 1, e_9.port)
         else:
-            write_uvarint(out, u_12)
-        out += b_11
-        out += _S3.pack(e_9.port)
+            x_10 = e_9.host
+            b_11 = x_10.encode()
+            u_12 = len(b_11) + 1
+            if u_12 < 128:
+                out += _S5.pack(e_9.broker_id, u_12)
+            else:
+                out += _S8.pack(e_9.broker_id)
+                write_uvarint(out, u_12)
+            out += b_11
+            out += _S8.pack(e_9.port)
         x_13 = e_9.rack
         if x_13 is None:
             out.append(0)
@@ -397,5 +422,4 @@ def encode_describe_cluster_response_v1(m: DescribeClusterResponse, out: bytearr
                 write_uvarint(out, u_15)
             out += b_14
         out.append(0)
-    out += _S3.pack(m.cluster_authorized_operations)
-    out.append(0)
+    out += _S10.pack(m.cluster_authorized_operations)

@@ -10,11 +10,25 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>b')
+_S1 = Struct('>bh')
 _S2 = Struct('>h')
 _S3 = Struct('>?')
 _S4 = Struct('>??')
-_S5 = Struct('>?b?')
+_S5 = Struct('>bB')
+_S6 = Struct('>??B')
+_S7 = Struct('>b')
+_S8 = Struct('>??x')
+_S9 = Struct('>ii')
+_S10 = Struct('>hh')
+_S11 = Struct('>?b?i')
+_S12 = Struct('>?b?')
+_S13 = Struct('>iB')
+_S14 = Struct('>hB')
+_S15 = Struct('>?b?B')
+_S16 = Struct('>hBb')
+_S17 = Struct('>hx')
+_S18 = Struct('>bx')
+_S19 = Struct('>bBx')
 
 
 @dataclass(slots=True)
@@ -77,16 +91,16 @@ def decode_describe_configs_request_v1(data: bytes, pos: int) -> tuple[DescribeC
         v_resources_1 = []
         append_4 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_5, n1 = _S1.unpack_from(data, pos)
             v_resource_name_6: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -101,11 +115,13 @@ def decode_describe_configs_request_v1(data: bytes, pos: int) -> tuple[DescribeC
                     e_9: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
     v_include_synonyms_2, = _S3.unpack_from(data, pos)
@@ -119,10 +135,9 @@ def encode_describe_configs_request_v1(m: DescribeConfigsRequest, out: bytearray
     x_1 = m.resources
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
         x_5 = e_2.configuration_keys
         if x_5 is None:
@@ -149,16 +164,16 @@ def decode_describe_configs_request_v2(data: bytes, pos: int) -> tuple[DescribeC
         v_resources_1 = []
         append_4 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_5, n1 = _S1.unpack_from(data, pos)
             v_resource_name_6: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -173,11 +188,13 @@ def decode_describe_configs_request_v2(data: bytes, pos: int) -> tuple[DescribeC
                     e_9: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
     v_include_synonyms_2, = _S3.unpack_from(data, pos)
@@ -191,10 +208,9 @@ def encode_describe_configs_request_v2(m: DescribeConfigsRequest, out: bytearray
     x_1 = m.resources
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
         x_5 = e_2.configuration_keys
         if x_5 is None:
@@ -221,16 +237,16 @@ def decode_describe_configs_request_v3(data: bytes, pos: int) -> tuple[DescribeC
         v_resources_1 = []
         append_4 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_5, n1 = _S1.unpack_from(data, pos)
             v_resource_name_6: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            pos += 3
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -245,11 +261,13 @@ def decode_describe_configs_request_v3(data: bytes, pos: int) -> tuple[DescribeC
                     e_9: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
     v_include_synonyms_2, v_include_documentation_3 = _S4.unpack_from(data, pos)
@@ -261,10 +279,9 @@ def encode_describe_configs_request_v3(m: DescribeConfigsRequest, out: bytearray
     x_1 = m.resources
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S1.pack(e_2.resource_type)
         x_3 = e_2.resource_name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(e_2.resource_type, len(b_4))
         out += b_4
         x_5 = e_2.configuration_keys
         if x_5 is None:
@@ -295,20 +312,21 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
         v_resources_1 = []
         append_4 = v_resources_1.append
         for _ in range(n0):
-            v_resource_type_5, = _S1.unpack_from(data, pos)
-            pos += 1
+            v_resource_type_5, n1 = _S5.unpack_from(data, pos)
             v_resource_name_6: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configuration_keys_7: list[str] | None
             n1 = data[pos]
             if n1 < 128:
@@ -331,11 +349,13 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
-                    else:
+                    if n2 > 0:
                         e_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        e_9 = ''
+                    else:
+                        raise DecodeError('non-nullable field ConfigurationKeys[] is null')
                     append_8(e_9)
             if data[pos] == 0:
                 pos += 1
@@ -347,11 +367,11 @@ def decode_describe_configs_request_v4(data: bytes, pos: int) -> tuple[DescribeC
                     end1 = pos + size1
                     pos = end1
             append_4(DescribeConfigsResource(v_resource_type_5, v_resource_name_6, v_configuration_keys_7))
-    v_include_synonyms_2, v_include_documentation_3 = _S4.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_include_synonyms_2, v_include_documentation_3, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -369,15 +389,18 @@ def encode_describe_configs_request_v4(m: DescribeConfigsRequest, out: bytearray
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.resource_type)
-        x_4 = e_3.resource_name
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.resource_name == '':
+            out += _S5.pack(e_3.resource_type, 1)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.resource_name
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S5.pack(e_3.resource_type, u_6)
+            else:
+                out += _S7.pack(e_3.resource_type)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.configuration_keys
         if x_7 is None:
             out.append(0)
@@ -397,16 +420,13 @@ def encode_describe_configs_request_v4(m: DescribeConfigsRequest, out: bytearray
                     write_uvarint(out, u_12)
                 out += b_11
         out.append(0)
-    out += _S4.pack(m.include_synonyms, m.include_documentation)
-    out.append(0)
+    out += _S8.pack(m.include_synonyms, m.include_documentation)
 
 
 def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_results_2: list[DescribeConfigsResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -415,26 +435,26 @@ def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[Describe
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            pos += 4
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_resource_name_7: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
+            elif n1 == 0:
+                v_error_message_5 = ''
             else:
+                v_error_message_5 = None
+            v_resource_type_6, n1 = _S1.unpack_from(data, pos)
+            v_resource_name_7: str
+            pos += 3
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -449,24 +469,26 @@ def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[Describe
                     v_name_10: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
-                    pos += 3
+                    elif n2 == 0:
+                        v_value_11 = ''
+                    else:
+                        v_value_11 = None
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14, n2 = _S11.unpack_from(data, pos)
                     v_synonyms_15: list[DescribeConfigsSynonym]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 7
                     if n2 < 0:
                         raise DecodeError('non-nullable field Synonyms is null')
                     elif n2 > len(data) - pos:
@@ -478,20 +500,24 @@ def decode_describe_configs_response_v1(data: bytes, pos: int) -> tuple[Describe
                             v_name_19: str
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_source_21, = _S1.unpack_from(data, pos)
+                            elif n3 == 0:
+                                v_value_20 = ''
+                            else:
+                                v_value_20 = None
+                            v_source_21, = _S7.unpack_from(data, pos)
                             pos += 1
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
                     append_9(DescribeConfigsResourceResult(v_name_10, v_value_11, v_read_only_12, v_config_source_13, v_is_sensitive_14, v_synonyms_15, 0, ''))
@@ -504,18 +530,16 @@ def encode_describe_configs_response_v1(m: DescribeConfigsResponse, out: bytearr
     x_1 = m.results
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S10.pack(e_2.error_code, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.resource_type)
         x_5 = e_2.resource_name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_type, len(b_6))
         out += b_6
         x_7 = e_2.configs
         out += _S0.pack(len(x_7))
@@ -531,7 +555,7 @@ def encode_describe_configs_response_v1(m: DescribeConfigsResponse, out: bytearr
                 b_12 = x_11.encode()
                 out += _S2.pack(len(b_12))
                 out += b_12
-            out += _S5.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+            out += _S12.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
             x_13 = e_8.synonyms
             out += _S0.pack(len(x_13))
             for e_14 in x_13:
@@ -546,15 +570,13 @@ def encode_describe_configs_response_v1(m: DescribeConfigsResponse, out: bytearr
                     b_18 = x_17.encode()
                     out += _S2.pack(len(b_18))
                     out += b_18
-                out += _S1.pack(e_14.source)
+                out += _S7.pack(e_14.source)
 
 
 def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_results_2: list[DescribeConfigsResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -563,26 +585,26 @@ def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[Describe
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            pos += 4
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_resource_name_7: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
+            elif n1 == 0:
+                v_error_message_5 = ''
             else:
+                v_error_message_5 = None
+            v_resource_type_6, n1 = _S1.unpack_from(data, pos)
+            v_resource_name_7: str
+            pos += 3
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -597,24 +619,26 @@ def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[Describe
                     v_name_10: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
-                    pos += 3
+                    elif n2 == 0:
+                        v_value_11 = ''
+                    else:
+                        v_value_11 = None
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14, n2 = _S11.unpack_from(data, pos)
                     v_synonyms_15: list[DescribeConfigsSynonym]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 7
                     if n2 < 0:
                         raise DecodeError('non-nullable field Synonyms is null')
                     elif n2 > len(data) - pos:
@@ -626,20 +650,24 @@ def decode_describe_configs_response_v2(data: bytes, pos: int) -> tuple[Describe
                             v_name_19: str
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_source_21, = _S1.unpack_from(data, pos)
+                            elif n3 == 0:
+                                v_value_20 = ''
+                            else:
+                                v_value_20 = None
+                            v_source_21, = _S7.unpack_from(data, pos)
                             pos += 1
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
                     append_9(DescribeConfigsResourceResult(v_name_10, v_value_11, v_read_only_12, v_config_source_13, v_is_sensitive_14, v_synonyms_15, 0, ''))
@@ -652,18 +680,16 @@ def encode_describe_configs_response_v2(m: DescribeConfigsResponse, out: bytearr
     x_1 = m.results
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S10.pack(e_2.error_code, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.resource_type)
         x_5 = e_2.resource_name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_type, len(b_6))
         out += b_6
         x_7 = e_2.configs
         out += _S0.pack(len(x_7))
@@ -679,7 +705,7 @@ def encode_describe_configs_response_v2(m: DescribeConfigsResponse, out: bytearr
                 b_12 = x_11.encode()
                 out += _S2.pack(len(b_12))
                 out += b_12
-            out += _S5.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+            out += _S12.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
             x_13 = e_8.synonyms
             out += _S0.pack(len(x_13))
             for e_14 in x_13:
@@ -694,15 +720,13 @@ def encode_describe_configs_response_v2(m: DescribeConfigsResponse, out: bytearr
                     b_18 = x_17.encode()
                     out += _S2.pack(len(b_18))
                     out += b_18
-                out += _S1.pack(e_14.source)
+                out += _S7.pack(e_14.source)
 
 
 def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_results_2: list[DescribeConfigsResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Results is null')
     elif n0 > len(data) - pos:
@@ -711,26 +735,26 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S10.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            pos += 4
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_resource_name_7: str
-            n1, = _S2.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
+            elif n1 == 0:
+                v_error_message_5 = ''
             else:
+                v_error_message_5 = None
+            v_resource_type_6, n1 = _S1.unpack_from(data, pos)
+            v_resource_name_7: str
+            pos += 3
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -745,24 +769,26 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
                     v_name_10: str
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2, = _S2.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
-                    pos += 3
+                    elif n2 == 0:
+                        v_value_11 = ''
+                    else:
+                        v_value_11 = None
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14, n2 = _S11.unpack_from(data, pos)
                     v_synonyms_15: list[DescribeConfigsSynonym]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 7
                     if n2 < 0:
                         raise DecodeError('non-nullable field Synonyms is null')
                     elif n2 > len(data) - pos:
@@ -774,32 +800,36 @@ def decode_describe_configs_response_v3(data: bytes, pos: int) -> tuple[Describe
                             v_name_19: str
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3, = _S2.unpack_from(data, pos)
                             pos += 2
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_source_21, = _S1.unpack_from(data, pos)
+                            elif n3 == 0:
+                                v_value_20 = ''
+                            else:
+                                v_value_20 = None
+                            v_source_21, = _S7.unpack_from(data, pos)
                             pos += 1
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
-                    v_config_type_16, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_config_type_16, n2 = _S1.unpack_from(data, pos)
                     v_documentation_17: str | None
-                    n2, = _S2.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_documentation_17 = None
-                    else:
+                    pos += 3
+                    if n2 > 0:
                         v_documentation_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_documentation_17 = ''
+                    else:
+                        v_documentation_17 = None
                     append_9(DescribeConfigsResourceResult(v_name_10, v_value_11, v_read_only_12, v_config_source_13, v_is_sensitive_14, v_synonyms_15, v_config_type_16, v_documentation_17))
             append_3(DescribeConfigsResult(v_error_code_4, v_error_message_5, v_resource_type_6, v_resource_name_7, v_configs_8))
     return DescribeConfigsResponse(v_throttle_time_ms_1, v_results_2), pos
@@ -810,18 +840,16 @@ def encode_describe_configs_response_v3(m: DescribeConfigsResponse, out: bytearr
     x_1 = m.results
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S2.pack(e_2.error_code)
         x_3 = e_2.error_message
         if x_3 is None:
-            out += b'\xff\xff'
+            out += _S10.pack(e_2.error_code, -1)
         else:
             b_4 = x_3.encode()
-            out += _S2.pack(len(b_4))
+            out += _S10.pack(e_2.error_code, len(b_4))
             out += b_4
-        out += _S1.pack(e_2.resource_type)
         x_5 = e_2.resource_name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(e_2.resource_type, len(b_6))
         out += b_6
         x_7 = e_2.configs
         out += _S0.pack(len(x_7))
@@ -837,7 +865,7 @@ def encode_describe_configs_response_v3(m: DescribeConfigsResponse, out: bytearr
                 b_12 = x_11.encode()
                 out += _S2.pack(len(b_12))
                 out += b_12
-            out += _S5.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
+            out += _S12.pack(e_8.read_only, e_8.config_source, e_8.is_sensitive)
             x_13 = e_8.synonyms
             out += _S0.pack(len(x_13))
             for e_14 in x_13:
@@ -852,25 +880,23 @@ def encode_describe_configs_response_v3(m: DescribeConfigsResponse, out: bytearr
                     b_18 = x_17.encode()
                     out += _S2.pack(len(b_18))
                     out += b_18
-                out += _S1.pack(e_14.source)
-            out += _S1.pack(e_8.config_type)
+                out += _S7.pack(e_14.source)
             x_19 = e_8.documentation
             if x_19 is None:
-                out += b'\xff\xff'
+                out += _S1.pack(e_8.config_type, -1)
             else:
                 b_20 = x_19.encode()
-                out += _S2.pack(len(b_20))
+                out += _S1.pack(e_8.config_type, len(b_20))
                 out += b_20
 
 
 def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S13.unpack_from(data, pos)
     v_results_2: list[DescribeConfigsResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -881,34 +907,36 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
         v_results_2 = []
         append_3 = v_results_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S14.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            v_resource_name_7: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_error_message_5 = ''
             else:
+                v_error_message_5 = None
+            v_resource_type_6, n1 = _S5.unpack_from(data, pos)
+            v_resource_name_7: str
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             v_configs_8: list[DescribeConfigsResourceResult]
             n1 = data[pos]
             if n1 < 128:
@@ -931,11 +959,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_value_11: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -943,18 +973,19 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_value_11 = None
-                    else:
+                    if n2 > 0:
                         v_value_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_read_only_12, v_config_source_13, v_is_sensitive_14 = _S5.unpack_from(data, pos)
-                    pos += 3
-                    v_synonyms_15: list[DescribeConfigsSynonym]
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_value_11 = ''
                     else:
+                        v_value_11 = None
+                    v_read_only_12, v_config_source_13, v_is_sensitive_14, n2 = _S15.unpack_from(data, pos)
+                    v_synonyms_15: list[DescribeConfigsSynonym]
+                    if n2 < 128:
+                        pos += 4
+                    else:
+                        pos += 3
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -972,11 +1003,13 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Name is null')
-                            else:
+                            if n3 > 0:
                                 v_name_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_name_19 = ''
+                            else:
+                                raise DecodeError('non-nullable field Name is null')
                             v_value_20: str | None
                             n3 = data[pos]
                             if n3 < 128:
@@ -984,16 +1017,18 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                v_value_20 = None
-                            else:
+                            if n3 > 0:
                                 v_value_20 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_source_21, = _S1.unpack_from(data, pos)
-                            pos += 1
-                            if data[pos] == 0:
-                                pos += 1
+                            elif n3 == 0:
+                                v_value_20 = ''
                             else:
+                                v_value_20 = None
+                            v_source_21, tag_count3 = _S5.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 2
+                            else:
+                                pos += 1
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1001,20 +1036,21 @@ def decode_describe_configs_response_v4(data: bytes, pos: int) -> tuple[Describe
                                     end3 = pos + size3
                                     pos = end3
                             append_18(DescribeConfigsSynonym(v_name_19, v_value_20, v_source_21))
-                    v_config_type_16, = _S1.unpack_from(data, pos)
-                    pos += 1
+                    v_config_type_16, n2 = _S5.unpack_from(data, pos)
                     v_documentation_17: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 2
                     else:
+                        pos += 1
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_documentation_17 = None
-                    else:
+                    if n2 > 0:
                         v_documentation_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_documentation_17 = ''
+                    else:
+                        v_documentation_17 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -1056,19 +1092,22 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S16.pack(e_3.error_code, 1, e_3.resource_type)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S17.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
-        out += _S1.pack(e_3.resource_type)
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S14.pack(e_3.error_code, u_6)
+                else:
+                    out += _S2.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
+            out += _S7.pack(e_3.resource_type)
         x_7 = e_3.resource_name
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1103,7 +1142,7 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
                 else:
                     write_uvarint(out, u_18)
                 out += b_17
-            out += _S5.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
+            out += _S12.pack(e_12.read_only, e_12.config_source, e_12.is_sensitive)
             x_19 = e_12.synonyms
             u_20 = len(x_19) + 1
             if u_20 < 128:
@@ -1130,20 +1169,22 @@ def encode_describe_configs_response_v4(m: DescribeConfigsResponse, out: bytearr
                     else:
                         write_uvarint(out, u_27)
                     out += b_26
-                out += _S1.pack(e_21.source)
-                out.append(0)
-            out += _S1.pack(e_12.config_type)
-            x_28 = e_12.documentation
-            if x_28 is None:
-                out.append(0)
+                out += _S18.pack(e_21.source)
+            if e_12.documentation == '':
+                out += _S19.pack(e_12.config_type, 1)
             else:
-                b_29 = x_28.encode()
-                u_30 = len(b_29) + 1
-                if u_30 < 128:
-                    out.append(u_30)
+                x_28 = e_12.documentation
+                if x_28 is None:
+                    out += _S18.pack(e_12.config_type)
                 else:
-                    write_uvarint(out, u_30)
-                out += b_29
-            out.append(0)
+                    b_29 = x_28.encode()
+                    u_30 = len(b_29) + 1
+                    if u_30 < 128:
+                        out += _S5.pack(e_12.config_type, u_30)
+                    else:
+                        out += _S7.pack(e_12.config_type)
+                        write_uvarint(out, u_30)
+                    out += b_29
+                out.append(0)
         out.append(0)
     out.append(0)

@@ -12,6 +12,14 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>?')
+_S3 = Struct('>?B')
+_S4 = Struct('>?x')
+_S5 = Struct('>hh')
+_S6 = Struct('>ii')
+_S7 = Struct('>iB')
+_S8 = Struct('>hB')
+_S9 = Struct('>ix')
+_S10 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -63,11 +71,13 @@ def decode_describe_groups_request_v0(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     return DescribeGroupsRequest(v_groups_1, False), pos
 
@@ -99,11 +109,13 @@ def decode_describe_groups_request_v1(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     return DescribeGroupsRequest(v_groups_1, False), pos
 
@@ -135,11 +147,13 @@ def decode_describe_groups_request_v2(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     return DescribeGroupsRequest(v_groups_1, False), pos
 
@@ -171,11 +185,13 @@ def decode_describe_groups_request_v3(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -208,11 +224,13 @@ def decode_describe_groups_request_v4(data: bytes, pos: int) -> tuple[DescribeGr
             e_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
     v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -253,17 +271,19 @@ def decode_describe_groups_request_v5(data: bytes, pos: int) -> tuple[DescribeGr
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
-    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S3.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -289,8 +309,7 @@ def encode_describe_groups_request_v5(m: DescribeGroupsRequest, out: bytearray) 
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S2.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S4.pack(m.include_authorized_operations)
 
 
 def decode_describe_groups_request_v6(data: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
@@ -316,17 +335,19 @@ def decode_describe_groups_request_v6(data: bytes, pos: int) -> tuple[DescribeGr
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Groups[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Groups[] is null')
             append_3(e_4)
-    v_include_authorized_operations_2, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S3.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -352,8 +373,7 @@ def encode_describe_groups_request_v6(m: DescribeGroupsRequest, out: bytearray) 
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S2.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S4.pack(m.include_authorized_operations)
 
 
 def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -368,40 +388,46 @@ def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -416,27 +442,33 @@ def decode_describe_groups_response_v0(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -466,10 +498,9 @@ def encode_describe_groups_response_v0(m: DescribeGroupsResponse, out: bytearray
             raise ValueError('attempted to write a non-default ErrorMessage at version 0')
         if e_2.authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default AuthorizedOperations at version 0')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -507,11 +538,9 @@ def encode_describe_groups_response_v0(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -520,40 +549,46 @@ def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -568,27 +603,33 @@ def decode_describe_groups_response_v1(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -619,10 +660,9 @@ def encode_describe_groups_response_v1(m: DescribeGroupsResponse, out: bytearray
             raise ValueError('attempted to write a non-default ErrorMessage at version 1')
         if e_2.authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default AuthorizedOperations at version 1')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -660,11 +700,9 @@ def encode_describe_groups_response_v1(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -673,40 +711,46 @@ def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -721,27 +765,33 @@ def decode_describe_groups_response_v2(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -772,10 +822,9 @@ def encode_describe_groups_response_v2(m: DescribeGroupsResponse, out: bytearray
             raise ValueError('attempted to write a non-default ErrorMessage at version 2')
         if e_2.authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default AuthorizedOperations at version 2')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -813,11 +862,9 @@ def encode_describe_groups_response_v2(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -826,40 +873,46 @@ def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -874,27 +927,33 @@ def decode_describe_groups_response_v3(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -925,10 +984,9 @@ def encode_describe_groups_response_v3(m: DescribeGroupsResponse, out: bytearray
     for e_2 in x_1:
         if e_2.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 3')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -967,11 +1025,9 @@ def encode_describe_groups_response_v3(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S6.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -980,40 +1036,46 @@ def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_group_id_6: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -1028,35 +1090,43 @@ def decode_describe_groups_response_v4(data: bytes, pos: int) -> tuple[DescribeG
                     v_member_id_13: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_group_instance_id_14: str | None
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_group_instance_id_14 = None
-                    else:
+                    if n2 > 0:
                         v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_group_instance_id_14 = ''
+                    else:
+                        v_group_instance_id_14 = None
                     v_client_id_15: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2, = _S0.unpack_from(data, pos)
                     pos += 4
@@ -1087,10 +1157,9 @@ def encode_describe_groups_response_v4(m: DescribeGroupsResponse, out: bytearray
     for e_2 in x_1:
         if e_2.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 4')
-        out += _S1.pack(e_2.error_code)
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S5.pack(e_2.error_code, len(b_4))
         out += b_4
         x_5 = e_2.group_state
         b_6 = x_5.encode()
@@ -1136,13 +1205,12 @@ def encode_describe_groups_response_v4(m: DescribeGroupsResponse, out: bytearray
 
 
 def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1153,20 +1221,21 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S8.unpack_from(data, pos)
             v_group_id_6: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -1174,11 +1243,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1 = data[pos]
             if n1 < 128:
@@ -1186,11 +1257,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1 = data[pos]
             if n1 < 128:
@@ -1198,11 +1271,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1 = data[pos]
             if n1 < 128:
@@ -1225,11 +1300,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_group_instance_id_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1237,11 +1314,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_group_instance_id_14 = None
-                    else:
+                    if n2 > 0:
                         v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_group_instance_id_14 = ''
+                    else:
+                        v_group_instance_id_14 = None
                     v_client_id_15: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1249,11 +1328,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1261,11 +1342,13 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2 = data[pos]
                     if n2 < 128:
@@ -1300,11 +1383,11 @@ def decode_describe_groups_response_v5(data: bytes, pos: int) -> tuple[DescribeG
                             end2 = pos + size2
                             pos = end2
                     append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
-            v_authorized_operations_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_11, tag_count1 = _S7.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1335,15 +1418,18 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
     for e_3 in x_1:
         if e_3.error_message is not None:
             raise ValueError('attempted to write a non-default ErrorMessage at version 5')
-        out += _S1.pack(e_3.error_code)
-        x_4 = e_3.group_id
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.group_id == '':
+            out += _S8.pack(e_3.error_code, 1)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.group_id
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S8.pack(e_3.error_code, u_6)
+            else:
+                out += _S1.pack(e_3.error_code)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.group_state
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1425,19 +1511,17 @@ def encode_describe_groups_response_v5(m: DescribeGroupsResponse, out: bytearray
                 write_uvarint(out, u_34)
             out += x_33
             out.append(0)
-        out += _S0.pack(e_3.authorized_operations)
-        out.append(0)
+        out += _S9.pack(e_3.authorized_operations)
     out.append(0)
 
 
 def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S7.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1448,20 +1532,21 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S8.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -1469,11 +1554,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -1481,11 +1568,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_protocol_type_8: str
             n1 = data[pos]
             if n1 < 128:
@@ -1493,11 +1582,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_protocol_data_9: str
             n1 = data[pos]
             if n1 < 128:
@@ -1505,11 +1596,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolData is null')
-            else:
+            if n1 > 0:
                 v_protocol_data_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_data_9 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolData is null')
             v_members_10: list[DescribedGroupMember]
             n1 = data[pos]
             if n1 < 128:
@@ -1532,11 +1625,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_group_instance_id_14: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -1544,11 +1639,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_group_instance_id_14 = None
-                    else:
+                    if n2 > 0:
                         v_group_instance_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_group_instance_id_14 = ''
+                    else:
+                        v_group_instance_id_14 = None
                     v_client_id_15: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1556,11 +1653,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_15 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_16: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -1568,11 +1667,13 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_16 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_member_metadata_17: bytes
                     n2 = data[pos]
                     if n2 < 128:
@@ -1607,11 +1708,11 @@ def decode_describe_groups_response_v6(data: bytes, pos: int) -> tuple[DescribeG
                             end2 = pos + size2
                             pos = end2
                     append_12(DescribedGroupMember(v_member_id_13, v_group_instance_id_14, v_client_id_15, v_client_host_16, v_member_metadata_17, v_member_assignment_18))
-            v_authorized_operations_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_11, tag_count1 = _S7.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1640,18 +1741,21 @@ def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S8.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S10.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S8.pack(e_3.error_code, u_6)
+                else:
+                    out += _S1.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1741,6 +1845,5 @@ def encode_describe_groups_response_v6(m: DescribeGroupsResponse, out: bytearray
                 write_uvarint(out, u_37)
             out += x_36
             out.append(0)
-        out += _S0.pack(e_3.authorized_operations)
-        out.append(0)
+        out += _S9.pack(e_3.authorized_operations)
     out.append(0)

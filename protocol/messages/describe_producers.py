@@ -9,9 +9,13 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>i')
-_S1 = Struct('>ih')
-_S2 = Struct('>qiiqiq')
+_S0 = Struct('>iB')
+_S1 = Struct('>ihB')
+_S2 = Struct('>qiiqiqB')
+_S3 = Struct('>i')
+_S4 = Struct('>ihx')
+_S5 = Struct('>ih')
+_S6 = Struct('>qiiqiqx')
 
 
 @dataclass(slots=True)
@@ -78,11 +82,13 @@ def decode_describe_producers_request_v0(data: bytes, pos: int) -> tuple[Describ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_3 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_4: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -147,13 +153,12 @@ def encode_describe_producers_request_v0(m: DescribeProducersRequest, out: bytea
 
 
 def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[DescribeProducersResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[TopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -171,11 +176,13 @@ def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[Descri
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[PartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -191,20 +198,21 @@ def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[Descri
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8 = _S1.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_7, v_error_code_8, n2 = _S1.unpack_from(data, pos)
                     v_error_message_9: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 7
                     else:
+                        pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_9 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_9 = ''
+                    else:
+                        v_error_message_9 = None
                     v_active_producers_10: list[ProducerState]
                     n2 = data[pos]
                     if n2 < 128:
@@ -220,11 +228,11 @@ def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[Descri
                         v_active_producers_10 = []
                         append_11 = v_active_producers_10.append
                         for _ in range(n2):
-                            v_producer_id_12, v_producer_epoch_13, v_last_sequence_14, v_last_timestamp_15, v_coordinator_epoch_16, v_current_txn_start_offset_17 = _S2.unpack_from(data, pos)
-                            pos += 36
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_12, v_producer_epoch_13, v_last_sequence_14, v_last_timestamp_15, v_coordinator_epoch_16, v_current_txn_start_offset_17, tag_count3 = _S2.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 37
                             else:
+                                pos += 36
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -265,7 +273,7 @@ def decode_describe_producers_response_v0(data: bytes, pos: int) -> tuple[Descri
 
 
 def encode_describe_producers_response_v0(m: DescribeProducersResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S3.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -288,18 +296,21 @@ def encode_describe_producers_response_v0(m: DescribeProducersResponse, out: byt
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S1.pack(e_9.partition_index, e_9.error_code)
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out.append(0)
+            if e_9.error_message == '':
+                out += _S1.pack(e_9.partition_index, e_9.error_code, 1)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S4.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S1.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S5.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
             x_13 = e_9.active_producers
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -307,8 +318,7 @@ def encode_describe_producers_response_v0(m: DescribeProducersResponse, out: byt
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S2.pack(e_15.producer_id, e_15.producer_epoch, e_15.last_sequence, e_15.last_timestamp, e_15.coordinator_epoch, e_15.current_txn_start_offset)
-                out.append(0)
+                out += _S6.pack(e_15.producer_id, e_15.producer_epoch, e_15.last_sequence, e_15.last_timestamp, e_15.coordinator_epoch, e_15.current_txn_start_offset)
             out.append(0)
         out.append(0)
     out.append(0)

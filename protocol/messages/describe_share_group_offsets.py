@@ -10,11 +10,24 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>i')
-_S1 = Struct('>16s')
-_S2 = Struct('>iqih')
-_S3 = Struct('>h')
-_S4 = Struct('>iqiqh')
+_S0 = Struct('>iB')
+_S1 = Struct('>16sB')
+_S2 = Struct('>iqihB')
+_S3 = Struct('>iqihBB')
+_S4 = Struct('>hB')
+_S5 = Struct('>i')
+_S6 = Struct('>16s')
+_S7 = Struct('>iqihBx')
+_S8 = Struct('>iqihx')
+_S9 = Struct('>iqih')
+_S10 = Struct('>hBx')
+_S11 = Struct('>hx')
+_S12 = Struct('>h')
+_S13 = Struct('>iqiqhB')
+_S14 = Struct('>iqiqhBB')
+_S15 = Struct('>iqiqhBx')
+_S16 = Struct('>iqiqhx')
+_S17 = Struct('>iqiqh')
 
 
 @dataclass(slots=True)
@@ -88,11 +101,13 @@ def decode_describe_share_group_offsets_request_v0(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_4: list[DescribeShareGroupOffsetsRequestTopic] | None
             n1 = data[pos]
             if n1 < 128:
@@ -115,11 +130,13 @@ def decode_describe_share_group_offsets_request_v0(data: bytes, pos: int) -> tup
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_6 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_name_6 = ''
+                    else:
+                        raise DecodeError('non-nullable field TopicName is null')
                     v_partitions_7: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -235,11 +252,13 @@ def decode_describe_share_group_offsets_request_v1(data: bytes, pos: int) -> tup
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_3 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_4: list[DescribeShareGroupOffsetsRequestTopic] | None
             n1 = data[pos]
             if n1 < 128:
@@ -262,11 +281,13 @@ def decode_describe_share_group_offsets_request_v1(data: bytes, pos: int) -> tup
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_6 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_name_6 = ''
+                    else:
+                        raise DecodeError('non-nullable field TopicName is null')
                     v_partitions_7: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -360,13 +381,12 @@ def encode_describe_share_group_offsets_request_v1(m: DescribeShareGroupOffsetsR
 
 
 def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_groups_2: list[DescribeShareGroupOffsetsResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -384,11 +404,13 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_5: list[DescribeShareGroupOffsetsResponseTopic]
             n1 = data[pos]
             if n1 < 128:
@@ -411,18 +433,19 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topic_id_10, = _S1.unpack_from(data, pos)
-                    pos += 16
-                    v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_topic_name_9 = ''
                     else:
+                        raise DecodeError('non-nullable field TopicName is null')
+                    v_topic_id_10, n2 = _S1.unpack_from(data, pos)
+                    v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
+                    if n2 < 128:
+                        pos += 17
+                    else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -433,29 +456,35 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                         v_partitions_11 = []
                         append_12 = v_partitions_11.append
                         for _ in range(n2):
-                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17 = _S2.unpack_from(data, pos)
-                            pos += 18
                             v_error_message_18: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17, n3, tag_count3 = _S3.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_error_message_18 = ''
+                                pos += 20
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_error_message_18 = None
-                            else:
-                                v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_error_code_17, n3 = _S2.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 19
+                                else:
+                                    pos += 18
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_error_message_18 = ''
+                                else:
+                                    v_error_message_18 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_12(DescribeShareGroupOffsetsResponsePartition(v_partition_index_13, v_start_offset_14, v_leader_epoch_15, -1, v_error_code_17, v_error_message_18))
                     if data[pos] == 0:
                         pos += 1
@@ -467,20 +496,21 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
                             end2 = pos + size2
                             pos = end2
                     append_8(DescribeShareGroupOffsetsResponseTopic(v_topic_name_9, v_topic_id_10, v_partitions_11))
-            v_error_code_6, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S4.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -504,7 +534,7 @@ def decode_describe_share_group_offsets_response_v0(data: bytes, pos: int) -> tu
 
 
 def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -535,7 +565,7 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_12)
             out += b_11
-            out += _S1.pack(e_9.topic_id)
+            out += _S6.pack(e_9.topic_id)
             x_13 = e_9.partitions
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -543,44 +573,49 @@ def encode_describe_share_group_offsets_response_v0(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
-                x_16 = e_15.error_message
-                if x_16 is None:
-                    out.append(0)
+                if e_15.error_message == '':
+                    out += _S7.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, 1)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out.append(u_18)
+                    x_16 = e_15.error_message
+                    if x_16 is None:
+                        out += _S8.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
                     else:
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out.append(0)
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S2.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code, u_18)
+                        else:
+                            out += _S9.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.error_code)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out.append(0)
             out.append(0)
-        out += _S3.pack(e_3.error_code)
-        x_19 = e_3.error_message
-        if x_19 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1)
         else:
-            b_20 = x_19.encode()
-            u_21 = len(b_20) + 1
-            if u_21 < 128:
-                out.append(u_21)
+            x_19 = e_3.error_message
+            if x_19 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_21)
-            out += b_20
-        out.append(0)
+                b_20 = x_19.encode()
+                u_21 = len(b_20) + 1
+                if u_21 < 128:
+                    out += _S4.pack(e_3.error_code, u_21)
+                else:
+                    out += _S12.pack(e_3.error_code)
+                    write_uvarint(out, u_21)
+                out += b_20
+            out.append(0)
     out.append(0)
 
 
 def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_groups_2: list[DescribeShareGroupOffsetsResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -598,11 +633,13 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_5: list[DescribeShareGroupOffsetsResponseTopic]
             n1 = data[pos]
             if n1 < 128:
@@ -625,18 +662,19 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field TopicName is null')
-                    else:
+                    if n2 > 0:
                         v_topic_name_9 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topic_id_10, = _S1.unpack_from(data, pos)
-                    pos += 16
-                    v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_topic_name_9 = ''
                     else:
+                        raise DecodeError('non-nullable field TopicName is null')
+                    v_topic_id_10, n2 = _S1.unpack_from(data, pos)
+                    v_partitions_11: list[DescribeShareGroupOffsetsResponsePartition]
+                    if n2 < 128:
+                        pos += 17
+                    else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -647,29 +685,35 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                         v_partitions_11 = []
                         append_12 = v_partitions_11.append
                         for _ in range(n2):
-                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17 = _S4.unpack_from(data, pos)
-                            pos += 26
                             v_error_message_18: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3, tag_count3 = _S14.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_error_message_18 = ''
+                                pos += 28
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_error_message_18 = None
-                            else:
-                                v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, n3 = _S13.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 27
+                                else:
+                                    pos += 26
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_error_message_18 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_error_message_18 = ''
+                                else:
+                                    v_error_message_18 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_12(DescribeShareGroupOffsetsResponsePartition(v_partition_index_13, v_start_offset_14, v_leader_epoch_15, v_lag_16, v_error_code_17, v_error_message_18))
                     if data[pos] == 0:
                         pos += 1
@@ -681,20 +725,21 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
                             end2 = pos + size2
                             pos = end2
                     append_8(DescribeShareGroupOffsetsResponseTopic(v_topic_name_9, v_topic_id_10, v_partitions_11))
-            v_error_code_6, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_6, n1 = _S4.unpack_from(data, pos)
             v_error_message_7: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_7 = None
-            else:
+            if n1 > 0:
                 v_error_message_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_7 = ''
+            else:
+                v_error_message_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -718,7 +763,7 @@ def decode_describe_share_group_offsets_response_v1(data: bytes, pos: int) -> tu
 
 
 def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -749,7 +794,7 @@ def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_12)
             out += b_11
-            out += _S1.pack(e_9.topic_id)
+            out += _S6.pack(e_9.topic_id)
             x_13 = e_9.partitions
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -757,31 +802,37 @@ def encode_describe_share_group_offsets_response_v1(m: DescribeShareGroupOffsets
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S4.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
-                x_16 = e_15.error_message
-                if x_16 is None:
-                    out.append(0)
+                if e_15.error_message == '':
+                    out += _S15.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, 1)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out.append(u_18)
+                    x_16 = e_15.error_message
+                    if x_16 is None:
+                        out += _S16.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
                     else:
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out.append(0)
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S13.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code, u_18)
+                        else:
+                            out += _S17.pack(e_15.partition_index, e_15.start_offset, e_15.leader_epoch, e_15.lag, e_15.error_code)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out.append(0)
             out.append(0)
-        out += _S3.pack(e_3.error_code)
-        x_19 = e_3.error_message
-        if x_19 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S10.pack(e_3.error_code, 1)
         else:
-            b_20 = x_19.encode()
-            u_21 = len(b_20) + 1
-            if u_21 < 128:
-                out.append(u_21)
+            x_19 = e_3.error_message
+            if x_19 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_21)
-            out += b_20
-        out.append(0)
+                b_20 = x_19.encode()
+                u_21 = len(b_20) + 1
+                if u_21 < 128:
+                    out += _S4.pack(e_3.error_code, u_21)
+                else:
+                    out += _S12.pack(e_3.error_code)
+                    write_uvarint(out, u_21)
+                out += b_20
+            out.append(0)
     out.append(0)

@@ -9,9 +9,12 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>i')
-_S1 = Struct('>h')
-_S2 = Struct('>iqqh')
+_S0 = Struct('>iB')
+_S1 = Struct('>hB')
+_S2 = Struct('>iqqhB')
+_S3 = Struct('>i')
+_S4 = Struct('>h')
+_S5 = Struct('>iqqh')
 
 
 @dataclass(slots=True)
@@ -66,11 +69,13 @@ def decode_describe_transactions_request_v0(data: bytes, pos: int) -> tuple[Desc
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalIds[] is null')
-            else:
+            if n1 > 0:
                 e_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_3 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalIds[] is null')
             append_2(e_3)
     if data[pos] == 0:
         pos += 1
@@ -104,13 +109,12 @@ def encode_describe_transactions_request_v0(m: DescribeTransactionsRequest, out:
 
 
 def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[DescribeTransactionsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_transaction_states_2: list[TransactionState]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -121,20 +125,21 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
         v_transaction_states_2 = []
         append_3 = v_transaction_states_2.append
         for _ in range(n0):
-            v_error_code_4, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S1.unpack_from(data, pos)
             v_transactional_id_5: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transactional_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionalId is null')
             v_transaction_state_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -142,18 +147,19 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_transaction_timeout_ms_7, v_transaction_start_time_ms_8, v_producer_id_9, v_producer_epoch_10 = _S2.unpack_from(data, pos)
-            pos += 22
-            v_topics_11: list[TopicData]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_transaction_state_6 = ''
             else:
+                raise DecodeError('non-nullable field TransactionState is null')
+            v_transaction_timeout_ms_7, v_transaction_start_time_ms_8, v_producer_id_9, v_producer_epoch_10, n1 = _S2.unpack_from(data, pos)
+            v_topics_11: list[TopicData]
+            if n1 < 128:
+                pos += 23
+            else:
+                pos += 22
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -171,11 +177,13 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_13 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_14: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -223,7 +231,7 @@ def decode_describe_transactions_response_v0(data: bytes, pos: int) -> tuple[Des
 
 
 def encode_describe_transactions_response_v0(m: DescribeTransactionsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S3.pack(m.throttle_time_ms)
     x_1 = m.transaction_states
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -231,15 +239,18 @@ def encode_describe_transactions_response_v0(m: DescribeTransactionsResponse, ou
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S1.pack(e_3.error_code)
-        x_4 = e_3.transactional_id
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.transactional_id == '':
+            out += _S1.pack(e_3.error_code, 1)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
+            x_4 = e_3.transactional_id
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S1.pack(e_3.error_code, u_6)
+            else:
+                out += _S4.pack(e_3.error_code)
+                write_uvarint(out, u_6)
+            out += b_5
         x_7 = e_3.transaction_state
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -248,7 +259,7 @@ def encode_describe_transactions_response_v0(m: DescribeTransactionsResponse, ou
         else:
             write_uvarint(out, u_9)
         out += b_8
-        out += _S2.pack(e_3.transaction_timeout_ms, e_3.transaction_start_time_ms, e_3.producer_id, e_3.producer_epoch)
+        out += _S5.pack(e_3.transaction_timeout_ms, e_3.transaction_start_time_ms, e_3.producer_id, e_3.producer_epoch)
         x_10 = e_3.topics
         u_11 = len(x_10) + 1
         if u_11 < 128:

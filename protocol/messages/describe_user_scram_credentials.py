@@ -9,9 +9,14 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>ih')
-_S1 = Struct('>h')
-_S2 = Struct('>bi')
+_S0 = Struct('>ihB')
+_S1 = Struct('>hB')
+_S2 = Struct('>biB')
+_S3 = Struct('>ihx')
+_S4 = Struct('>ih')
+_S5 = Struct('>hx')
+_S6 = Struct('>h')
+_S7 = Struct('>bix')
 
 
 @dataclass(slots=True)
@@ -69,11 +74,13 @@ def decode_describe_user_scram_credentials_request_v0(data: bytes, pos: int) -> 
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_3 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_3 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -120,20 +127,21 @@ def encode_describe_user_scram_credentials_request_v0(m: DescribeUserScramCreden
 
 
 def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) -> tuple[DescribeUserScramCredentialsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S0.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_results_4: list[DescribeUserScramCredentialsResult]
     n0 = data[pos]
     if n0 < 128:
@@ -156,25 +164,28 @@ def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) ->
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field User is null')
-            else:
+            if n1 > 0:
                 v_user_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_7, = _S1.unpack_from(data, pos)
-            pos += 2
-            v_error_message_8: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_user_6 = ''
             else:
+                raise DecodeError('non-nullable field User is null')
+            v_error_code_7, n1 = _S1.unpack_from(data, pos)
+            v_error_message_8: str | None
+            if n1 < 128:
+                pos += 3
+            else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_8 = None
-            else:
+            if n1 > 0:
                 v_error_message_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_8 = ''
+            else:
+                v_error_message_8 = None
             v_credential_infos_9: list[CredentialInfo]
             n1 = data[pos]
             if n1 < 128:
@@ -190,11 +201,11 @@ def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) ->
                 v_credential_infos_9 = []
                 append_10 = v_credential_infos_9.append
                 for _ in range(n1):
-                    v_mechanism_11, v_iterations_12 = _S2.unpack_from(data, pos)
-                    pos += 5
-                    if data[pos] == 0:
-                        pos += 1
+                    v_mechanism_11, v_iterations_12, tag_count2 = _S2.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 6
                     else:
+                        pos += 5
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -225,18 +236,21 @@ def decode_describe_user_scram_credentials_response_v0(data: bytes, pos: int) ->
 
 
 def encode_describe_user_scram_credentials_response_v0(m: DescribeUserScramCredentialsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S0.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S3.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S0.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S4.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.results
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -252,18 +266,21 @@ def encode_describe_user_scram_credentials_response_v0(m: DescribeUserScramCrede
         else:
             write_uvarint(out, u_9)
         out += b_8
-        out += _S1.pack(e_6.error_code)
-        x_10 = e_6.error_message
-        if x_10 is None:
-            out.append(0)
+        if e_6.error_message == '':
+            out += _S1.pack(e_6.error_code, 1)
         else:
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out.append(u_12)
+            x_10 = e_6.error_message
+            if x_10 is None:
+                out += _S5.pack(e_6.error_code)
             else:
-                write_uvarint(out, u_12)
-            out += b_11
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S1.pack(e_6.error_code, u_12)
+                else:
+                    out += _S6.pack(e_6.error_code)
+                    write_uvarint(out, u_12)
+                out += b_11
         x_13 = e_6.credential_infos
         u_14 = len(x_13) + 1
         if u_14 < 128:
@@ -271,7 +288,6 @@ def encode_describe_user_scram_credentials_response_v0(m: DescribeUserScramCrede
         else:
             write_uvarint(out, u_14)
         for e_15 in x_13:
-            out += _S2.pack(e_15.mechanism, e_15.iterations)
-            out.append(0)
+            out += _S7.pack(e_15.mechanism, e_15.iterations)
         out.append(0)
     out.append(0)

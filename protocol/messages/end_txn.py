@@ -11,8 +11,13 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
 _S1 = Struct('>qh?')
-_S2 = Struct('>ih')
-_S3 = Struct('>ihqh')
+_S2 = Struct('>qh?B')
+_S3 = Struct('>qh?x')
+_S4 = Struct('>ih')
+_S5 = Struct('>ihB')
+_S6 = Struct('>ihx')
+_S7 = Struct('>ihqhB')
+_S8 = Struct('>ihqhx')
 
 
 @dataclass(slots=True)
@@ -35,11 +40,13 @@ def decode_end_txn_request_v0(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
     pos += 11
     return EndTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_committed_4), pos
@@ -57,11 +64,13 @@ def decode_end_txn_request_v1(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
     pos += 11
     return EndTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_committed_4), pos
@@ -79,11 +88,13 @@ def decode_end_txn_request_v2(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
     pos += 11
     return EndTxnRequest(v_transactional_id_1, v_producer_id_2, v_producer_epoch_3, v_committed_4), pos
@@ -105,16 +116,18 @@ def decode_end_txn_request_v3(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
-    pos += 11
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, v_committed_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 12
+    else:
+        pos += 11
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -133,8 +146,7 @@ def encode_end_txn_request_v3(m: EndTxnRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch, m.committed)
-    out.append(0)
+    out += _S3.pack(m.producer_id, m.producer_epoch, m.committed)
 
 
 def decode_end_txn_request_v4(data: bytes, pos: int) -> tuple[EndTxnRequest, int]:
@@ -145,16 +157,18 @@ def decode_end_txn_request_v4(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
-    pos += 11
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, v_committed_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 12
+    else:
+        pos += 11
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -173,8 +187,7 @@ def encode_end_txn_request_v4(m: EndTxnRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch, m.committed)
-    out.append(0)
+    out += _S3.pack(m.producer_id, m.producer_epoch, m.committed)
 
 
 def decode_end_txn_request_v5(data: bytes, pos: int) -> tuple[EndTxnRequest, int]:
@@ -185,16 +198,18 @@ def decode_end_txn_request_v5(data: bytes, pos: int) -> tuple[EndTxnRequest, int
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_2, v_producer_epoch_3, v_committed_4 = _S1.unpack_from(data, pos)
-    pos += 11
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        raise DecodeError('non-nullable field TransactionalId is null')
+    v_producer_id_2, v_producer_epoch_3, v_committed_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 12
+    else:
+        pos += 11
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -213,46 +228,45 @@ def encode_end_txn_request_v5(m: EndTxnRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.producer_id, m.producer_epoch, m.committed)
-    out.append(0)
+    out += _S3.pack(m.producer_id, m.producer_epoch, m.committed)
 
 
 def decode_end_txn_response_v0(data: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
     return EndTxnResponse(v_throttle_time_ms_1, v_error_code_2, -1, -1), pos
 
 
 def encode_end_txn_response_v0(m: EndTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_end_txn_response_v1(data: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
     return EndTxnResponse(v_throttle_time_ms_1, v_error_code_2, -1, -1), pos
 
 
 def encode_end_txn_response_v1(m: EndTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_end_txn_response_v2(data: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
     pos += 6
     return EndTxnResponse(v_throttle_time_ms_1, v_error_code_2, -1, -1), pos
 
 
 def encode_end_txn_response_v2(m: EndTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_end_txn_response_v3(data: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -263,16 +277,15 @@ def decode_end_txn_response_v3(data: bytes, pos: int) -> tuple[EndTxnResponse, i
 
 
 def encode_end_txn_response_v3(m: EndTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_end_txn_response_v4(data: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S5.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -283,16 +296,15 @@ def decode_end_txn_response_v4(data: bytes, pos: int) -> tuple[EndTxnResponse, i
 
 
 def encode_end_txn_response_v4(m: EndTxnResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S6.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_end_txn_response_v5(data: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S3.unpack_from(data, pos)
-    pos += 16
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S7.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 17
     else:
+        pos += 16
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -303,5 +315,4 @@ def decode_end_txn_response_v5(data: bytes, pos: int) -> tuple[EndTxnResponse, i
 
 
 def encode_end_txn_response_v5(m: EndTxnResponse, out: bytearray) -> None:
-    out += _S3.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S8.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)

@@ -10,27 +10,49 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>iii')
-_S1 = Struct('>i')
-_S2 = Struct('>h')
+_S0 = Struct('>iiii')
+_S1 = Struct('>h')
+_S2 = Struct('>i')
 _S3 = Struct('>iqi')
-_S4 = Struct('>iiii')
-_S5 = Struct('>iiiib')
-_S6 = Struct('>iqqi')
-_S7 = Struct('>iiiibii')
-_S8 = Struct('>iiqqi')
-_S9 = Struct('>iiqiqi')
-_S10 = Struct('>16s')
-_S11 = Struct('>iiibii')
-_S12 = Struct('>iq')
-_S13 = Struct('>q')
-_S14 = Struct('>ihq')
-_S15 = Struct('>ihqq')
-_S16 = Struct('>qq')
-_S17 = Struct('>ihqqq')
-_S18 = Struct('>ihi')
-_S19 = Struct('>ii')
-_S20 = Struct('>qi')
+_S4 = Struct('>iii')
+_S5 = Struct('>iiiii')
+_S6 = Struct('>iiiibi')
+_S7 = Struct('>iiiib')
+_S8 = Struct('>iqqi')
+_S9 = Struct('>iiiibiii')
+_S10 = Struct('>iiiibii')
+_S11 = Struct('>iiqqi')
+_S12 = Struct('>iiiibiiB')
+_S13 = Struct('>iiqiqiB')
+_S14 = Struct('>iiqiqix')
+_S15 = Struct('>16sB')
+_S16 = Struct('>16s')
+_S17 = Struct('>iiibiiB')
+_S18 = Struct('>iqB')
+_S19 = Struct('>iiibii')
+_S20 = Struct('>iqx')
+_S21 = Struct('>iiqiqi')
+_S22 = Struct('>q')
+_S23 = Struct('>ihqi')
+_S24 = Struct('>ii')
+_S25 = Struct('>ihqqi')
+_S26 = Struct('>qq')
+_S27 = Struct('>ihqq')
+_S28 = Struct('>ihqqqi')
+_S29 = Struct('>ihqqq')
+_S30 = Struct('>ihii')
+_S31 = Struct('>ihi')
+_S32 = Struct('>ihiB')
+_S33 = Struct('>ihqqqB')
+_S34 = Struct('>qqB')
+_S35 = Struct('>iB')
+_S36 = Struct('>iiB')
+_S37 = Struct('>qiB')
+_S38 = Struct('>qqx')
+_S39 = Struct('>ix')
+_S40 = Struct('>iix')
+_S41 = Struct('>qix')
+_S42 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -145,11 +167,9 @@ class FetchResponse:
 
 
 def decode_fetch_request_v0(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
-    pos += 12
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, n0 = _S0.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 16
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -159,15 +179,17 @@ def decode_fetch_request_v0(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -189,16 +211,16 @@ def encode_fetch_request_v0(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 0')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 0')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 0')
@@ -206,11 +228,9 @@ def encode_fetch_request_v0(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v1(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
-    pos += 12
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, n0 = _S0.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 16
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -220,15 +240,17 @@ def decode_fetch_request_v1(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -250,16 +272,16 @@ def encode_fetch_request_v1(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 1')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 1')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 1')
@@ -267,11 +289,9 @@ def encode_fetch_request_v1(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v2(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5 = _S0.unpack_from(data, pos)
-    pos += 12
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, n0 = _S0.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 16
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -281,15 +301,17 @@ def decode_fetch_request_v2(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -311,16 +333,16 @@ def encode_fetch_request_v2(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 2')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 2')
-    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
+    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 2')
@@ -328,11 +350,9 @@ def encode_fetch_request_v2(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v3(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6 = _S4.unpack_from(data, pos)
-    pos += 16
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, n0 = _S5.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 20
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -342,15 +362,17 @@ def decode_fetch_request_v3(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -372,16 +394,16 @@ def encode_fetch_request_v3(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 3')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 3')
-    out += _S4.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes)
+    out += _S0.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 3')
@@ -389,11 +411,9 @@ def encode_fetch_request_v3(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
-    pos += 17
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, n0 = _S6.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 21
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -403,15 +423,17 @@ def decode_fetch_request_v4(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -433,16 +455,16 @@ def encode_fetch_request_v4(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 4')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 4')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 4')
@@ -450,11 +472,9 @@ def encode_fetch_request_v4(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
-    pos += 17
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, n0 = _S6.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 21
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -464,15 +484,17 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -482,7 +504,7 @@ def decode_fetch_request_v5(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -494,28 +516,26 @@ def encode_fetch_request_v5(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 5')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 5')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 5')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7 = _S5.unpack_from(data, pos)
-    pos += 17
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, n0 = _S6.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 21
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -525,15 +545,17 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -543,7 +565,7 @@ def decode_fetch_request_v6(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
@@ -555,28 +577,26 @@ def encode_fetch_request_v6(m: FetchRequest, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default ReplicaState at version 6')
     if m.forgotten_topics_data:
         raise ValueError('attempted to write a non-default ForgottenTopicsData at version 6')
-    out += _S5.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
+    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 6')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
 
 
 def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -586,15 +606,17 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -604,12 +626,12 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -620,15 +642,17 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -644,38 +668,36 @@ def decode_fetch_request_v7(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v7(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 7')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 7')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -685,15 +707,17 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -703,12 +727,12 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S6.unpack_from(data, pos)
+                    v_partition_18, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
                     pos += 24
                     append_17(FetchPartition(v_partition_18, -1, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -719,15 +743,17 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -743,38 +769,36 @@ def decode_fetch_request_v8(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v8(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 8')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 8')
-            out += _S6.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S8.pack(e_6.partition, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -784,15 +808,17 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -802,12 +828,12 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S11.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -818,15 +844,17 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -842,38 +870,36 @@ def decode_fetch_request_v9(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v9(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 9')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 9')
-            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -883,15 +909,17 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -901,12 +929,12 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S11.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -917,15 +945,17 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -941,38 +971,36 @@ def decode_fetch_request_v10(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v10(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 10')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 10')
-            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
 
 
 def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S9.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 29
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -982,15 +1010,17 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_13 = v_topics_10.append
         for _ in range(n0):
             v_topic_14: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1000,12 +1030,12 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S8.unpack_from(data, pos)
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_log_start_offset_22, v_partition_max_bytes_23 = _S11.unpack_from(data, pos)
                     pos += 28
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, -1, v_log_start_offset_22, v_partition_max_bytes_23, ZERO_UUID, 9223372036854775807))
             append_13(FetchTopic(v_topic_14, ZERO_UUID, v_partitions_16))
     v_forgotten_topics_data_11: list[ForgottenTopic]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field ForgottenTopicsData is null')
@@ -1016,15 +1046,17 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
             v_topic_27: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1035,57 +1067,58 @@ def decode_fetch_request_v11(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 pos += n1 * 4
             append_26(ForgottenTopic(v_topic_27, ZERO_UUID, v_partitions_29))
     v_rack_id_12: str
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     return FetchRequest(None, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
 
 def encode_fetch_request_v11(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 11')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.last_fetched_epoch != -1:
                 raise ValueError('attempted to write a non-default LastFetchedEpoch at version 11')
-            out += _S8.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S11.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.log_start_offset, e_6.partition_max_bytes)
     x_7 = m.forgotten_topics_data
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.topic
         b_10 = x_9.encode()
-        out += _S2.pack(len(b_10))
+        out += _S1.pack(len(b_10))
         out += b_10
         x_11 = e_8.partitions
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += pack('>%di' % len(x_11), *x_11)
     x_12 = m.rack_id
     b_13 = x_12.encode()
-    out += _S2.pack(len(b_13))
+    out += _S1.pack(len(b_13))
     out += b_13
 
 
 def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S12.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 26
     else:
+        pos += 25
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1103,11 +1136,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_14 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_16: list[FetchPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1123,11 +1158,11 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1167,11 +1202,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_27 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_29: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1203,11 +1240,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
@@ -1224,11 +1263,13 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             pos = end0
     return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
@@ -1236,7 +1277,7 @@ def decode_fetch_request_v12(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 12')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1259,8 +1300,7 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S9.pack(e_9.partition, e_9.current_leader_epoch, e_9.fetch_offset, e_9.last_fetched_epoch, e_9.log_start_offset, e_9.partition_max_bytes)
-            out.append(0)
+            out += _S14.pack(e_9.partition, e_9.current_leader_epoch, e_9.fetch_offset, e_9.last_fetched_epoch, e_9.log_start_offset, e_9.partition_max_bytes)
         out.append(0)
     x_10 = m.forgotten_topics_data
     u_11 = len(x_10) + 1
@@ -1314,13 +1354,12 @@ def encode_fetch_request_v12(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S12.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 26
     else:
+        pos += 25
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1331,13 +1370,12 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1348,11 +1386,11 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1385,13 +1423,12 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1418,11 +1455,13 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
@@ -1439,11 +1478,13 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             pos = end0
     return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
@@ -1451,7 +1492,7 @@ def decode_fetch_request_v13(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 13')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1459,7 +1500,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1467,8 +1508,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1477,7 +1517,7 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1515,13 +1555,12 @@ def encode_fetch_request_v13(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S7.unpack_from(data, pos)
-    pos += 25
+    v_replica_id_2, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S12.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 26
     else:
+        pos += 25
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1532,13 +1571,12 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1549,11 +1587,11 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1586,13 +1624,12 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1619,11 +1656,13 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     if data[pos] == 0:
         pos += 1
@@ -1640,11 +1679,13 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
+                else:
+                    v_cluster_id_1 = None
             pos = end0
     return FetchRequest(v_cluster_id_1, v_replica_id_2, ReplicaState(), v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, v_topics_10, v_forgotten_topics_data_11, v_rack_id_12), pos
 
@@ -1652,7 +1693,7 @@ def decode_fetch_request_v14(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     if (m.replica_state.replica_id != -1) or (m.replica_state.replica_epoch != -1):
         raise ValueError('attempted to write a non-default ReplicaState at version 14')
-    out += _S7.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S10.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1660,7 +1701,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1668,8 +1709,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1678,7 +1718,7 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1716,13 +1756,12 @@ def encode_fetch_request_v14(m: FetchRequest, out: bytearray) -> None:
 
 
 def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1733,13 +1772,12 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1750,11 +1788,11 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1787,13 +1825,12 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1820,11 +1857,13 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -1842,17 +1881,19 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
-            elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
                 else:
+                    v_cluster_id_1 = None
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
+                else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -1867,7 +1908,7 @@ def decode_fetch_request_v15(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 15')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1875,7 +1916,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1883,8 +1924,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -1893,7 +1933,7 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -1932,20 +1972,18 @@ def encode_fetch_request_v15(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_19 = m.replica_state
-        tagbuf0 += _S12.pack(s_19.replica_id, s_19.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S20.pack(s_19.replica_id, s_19.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1956,13 +1994,12 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1973,11 +2010,11 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2010,13 +2047,12 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2043,11 +2079,13 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -2065,17 +2103,19 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
-            elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
                 else:
+                    v_cluster_id_1 = None
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
+                else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -2090,7 +2130,7 @@ def decode_fetch_request_v16(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 16')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2098,7 +2138,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2106,8 +2146,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
-            out.append(0)
+            out += _S14.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
         out.append(0)
     x_7 = m.forgotten_topics_data
     u_8 = len(x_7) + 1
@@ -2116,7 +2155,7 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S10.pack(e_9.topic_id)
+        out += _S16.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -2155,20 +2194,18 @@ def encode_fetch_request_v16(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_19 = m.replica_state
-        tagbuf0 += _S12.pack(s_19.replica_id, s_19.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S20.pack(s_19.replica_id, s_19.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2179,13 +2216,12 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2196,19 +2232,19 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
                     v_replica_directory_id_24: bytes = ZERO_UUID
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_replica_directory_id_24, = _S10.unpack_from(data, pos)
+                                v_replica_directory_id_24, = _S16.unpack_from(data, pos)
                                 pos += 16
                             pos = end2
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, 9223372036854775807))
@@ -2237,13 +2273,12 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2270,11 +2305,13 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -2292,17 +2329,19 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
-            elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
                 else:
+                    v_cluster_id_1 = None
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
+                else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -2317,7 +2356,7 @@ def decode_fetch_request_v17(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 17')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2325,7 +2364,7 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2333,13 +2372,13 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S21.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             tags2 = (e_6.replica_directory_id != ZERO_UUID)
             write_uvarint(out, tags2)
             if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S10.pack(e_6.replica_directory_id)
+                tagbuf2 += _S16.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2350,7 +2389,7 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_9)
     for e_10 in x_8:
-        out += _S10.pack(e_10.topic_id)
+        out += _S16.pack(e_10.topic_id)
         x_11 = e_10.partitions
         u_12 = len(x_11) + 1
         if u_12 < 128:
@@ -2389,20 +2428,18 @@ def encode_fetch_request_v17(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_20 = m.replica_state
-        tagbuf0 += _S12.pack(s_20.replica_id, s_20.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S20.pack(s_20.replica_id, s_20.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9 = _S11.unpack_from(data, pos)
-    pos += 21
+    v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_isolation_level_7, v_session_id_8, v_session_epoch_9, n0 = _S17.unpack_from(data, pos)
     v_topics_10: list[FetchTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 22
     else:
+        pos += 21
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2413,13 +2450,12 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_topics_10 = []
         append_13 = v_topics_10.append
         for _ in range(n0):
-            v_topic_id_15, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_15, n1 = _S15.unpack_from(data, pos)
             v_partitions_16: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2430,23 +2466,23 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 v_partitions_16 = []
                 append_17 = v_partitions_16.append
                 for _ in range(n1):
-                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23 = _S9.unpack_from(data, pos)
-                    pos += 32
                     v_replica_directory_id_24: bytes = ZERO_UUID
                     v_high_watermark_25: int = 9223372036854775807
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, tag_count2 = _S13.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 33
                     else:
+                        pos += 32
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_replica_directory_id_24, = _S10.unpack_from(data, pos)
+                                v_replica_directory_id_24, = _S16.unpack_from(data, pos)
                                 pos += 16
                             elif tag2 == 1:
-                                v_high_watermark_25, = _S13.unpack_from(data, pos)
+                                v_high_watermark_25, = _S22.unpack_from(data, pos)
                                 pos += 8
                             pos = end2
                     append_17(FetchPartition(v_partition_18, v_current_leader_epoch_19, v_fetch_offset_20, v_last_fetched_epoch_21, v_log_start_offset_22, v_partition_max_bytes_23, v_replica_directory_id_24, v_high_watermark_25))
@@ -2475,13 +2511,12 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
         v_forgotten_topics_data_11 = []
         append_26 = v_forgotten_topics_data_11.append
         for _ in range(n0):
-            v_topic_id_28, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_28, n1 = _S15.unpack_from(data, pos)
             v_partitions_29: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2508,11 +2543,13 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field RackId is null')
-    else:
+    if n0 > 0:
         v_rack_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_12 = ''
+    else:
+        raise DecodeError('non-nullable field RackId is null')
     v_cluster_id_1: str | None = None
     v_replica_state_3: ReplicaState = ReplicaState()
     if data[pos] == 0:
@@ -2530,17 +2567,19 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     n0, pos = read_uvarint(data, pos)
                 n0 -= 1
-                if n0 < 0:
-                    v_cluster_id_1 = None
-                else:
+                if n0 > 0:
                     v_cluster_id_1 = str(data[pos:pos + n0], 'utf-8')
                     pos += n0
-            elif tag0 == 1:
-                v_replica_id_30, v_replica_epoch_31 = _S12.unpack_from(data, pos)
-                pos += 12
-                if data[pos] == 0:
-                    pos += 1
+                elif n0 == 0:
+                    v_cluster_id_1 = ''
                 else:
+                    v_cluster_id_1 = None
+            elif tag0 == 1:
+                v_replica_id_30, v_replica_epoch_31, tag_count1 = _S18.unpack_from(data, pos)
+                if tag_count1 == 0:
+                    pos += 13
+                else:
+                    pos += 12
                     n_tags1, pos = read_uvarint(data, pos)
                     for _ in range(n_tags1):
                         tag1, pos = read_uvarint(data, pos)
@@ -2555,7 +2594,7 @@ def decode_fetch_request_v18(data: bytes, pos: int) -> tuple[FetchRequest, int]:
 def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     if m.replica_id != -1:
         raise ValueError('attempted to write a non-default ReplicaId at version 18')
-    out += _S11.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
+    out += _S19.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2563,7 +2602,7 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2571,19 +2610,19 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S9.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
+            out += _S21.pack(e_6.partition, e_6.current_leader_epoch, e_6.fetch_offset, e_6.last_fetched_epoch, e_6.log_start_offset, e_6.partition_max_bytes)
             tags2 = (e_6.replica_directory_id != ZERO_UUID) + (e_6.high_watermark != 9223372036854775807)
             write_uvarint(out, tags2)
             if e_6.replica_directory_id != ZERO_UUID:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S10.pack(e_6.replica_directory_id)
+                tagbuf2 += _S16.pack(e_6.replica_directory_id)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.high_watermark != 9223372036854775807:
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
-                tagbuf2 += _S13.pack(e_6.high_watermark)
+                tagbuf2 += _S22.pack(e_6.high_watermark)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -2594,7 +2633,7 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_10)
     for e_11 in x_9:
-        out += _S10.pack(e_11.topic_id)
+        out += _S16.pack(e_11.topic_id)
         x_12 = e_11.partitions
         u_13 = len(x_12) + 1
         if u_13 < 128:
@@ -2633,15 +2672,14 @@ def encode_fetch_request_v18(m: FetchRequest, out: bytearray) -> None:
         write_uvarint(out, 1)
         tagbuf0 = bytearray()
         s_21 = m.replica_state
-        tagbuf0 += _S12.pack(s_21.replica_id, s_21.replica_epoch)
-        tagbuf0.append(0)
+        tagbuf0 += _S20.pack(s_21.replica_id, s_21.replica_epoch)
         write_uvarint(out, len(tagbuf0))
         out += tagbuf0
 
 
 def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]:
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -2652,15 +2690,17 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2670,11 +2710,9 @@ def decode_fetch_response_v0(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2691,14 +2729,14 @@ def encode_fetch_response_v0(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 0')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 0')
@@ -2708,21 +2746,18 @@ def encode_fetch_response_v0(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 0')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 0')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -2732,15 +2767,17 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2750,11 +2787,9 @@ def decode_fetch_response_v1(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2770,16 +2805,16 @@ def encode_fetch_response_v1(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 1')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 1')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 1')
@@ -2789,21 +2824,18 @@ def encode_fetch_response_v1(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 1')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 1')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -2813,15 +2845,17 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2831,11 +2865,9 @@ def decode_fetch_response_v2(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2851,16 +2883,16 @@ def encode_fetch_response_v2(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 2')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 2')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 2')
@@ -2870,21 +2902,18 @@ def encode_fetch_response_v2(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 2')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 2')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -2894,15 +2923,17 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2912,11 +2943,9 @@ def decode_fetch_response_v3(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13 = _S14.unpack_from(data, pos)
-                    pos += 14
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, n2 = _S23.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -2932,16 +2961,16 @@ def encode_fetch_response_v3(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 3')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 3')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 3')
@@ -2951,21 +2980,18 @@ def encode_fetch_response_v3(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 3')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 3')
-            out += _S14.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S23.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, len(x_7))
                 out += x_7
 
 
 def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -2975,15 +3001,17 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -2993,11 +3021,9 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14 = _S15.unpack_from(data, pos)
-                    pos += 22
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, n2 = _S25.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 26
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3006,11 +3032,11 @@ def decode_fetch_response_v4(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3027,16 +3053,16 @@ def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 4')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 4')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 4')
@@ -3046,28 +3072,26 @@ def encode_fetch_response_v4(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 4')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 4')
-            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
+            out += _S27.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3077,15 +3101,17 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3095,11 +3121,9 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3108,11 +3132,11 @@ def decode_fetch_response_v5(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3129,16 +3153,16 @@ def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 5')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 5')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 5')
@@ -3148,28 +3172,26 @@ def encode_fetch_response_v5(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 5')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 5')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S24.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3179,15 +3201,17 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3197,11 +3221,9 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3210,11 +3232,11 @@ def decode_fetch_response_v6(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3231,16 +3253,16 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
         raise ValueError('attempted to write a non-default SessionId at version 6')
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 6')
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 6')
@@ -3250,28 +3272,26 @@ def encode_fetch_response_v6(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 6')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 6')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3281,15 +3301,17 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3299,11 +3321,9 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3312,11 +3332,11 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3331,16 +3351,16 @@ def decode_fetch_response_v7(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 7')
@@ -3350,28 +3370,26 @@ def encode_fetch_response_v7(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 7')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 7')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3381,15 +3399,17 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3399,11 +3419,9 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3412,11 +3430,11 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3431,16 +3449,16 @@ def decode_fetch_response_v8(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 8')
@@ -3450,28 +3468,26 @@ def encode_fetch_response_v8(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 8')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 8')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3481,15 +3497,17 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3499,11 +3517,9 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3512,11 +3528,11 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3531,16 +3547,16 @@ def decode_fetch_response_v9(data: bytes, pos: int) -> tuple[FetchResponse, int]
 def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 9')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 9')
@@ -3550,28 +3566,26 @@ def encode_fetch_response_v9(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 9')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 9')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3581,15 +3595,17 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3599,11 +3615,9 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3612,11 +3626,11 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
+                    n2, = _S2.unpack_from(data, pos)
                     pos += 4
                     if n2 < 0:
                         v_records_21 = None
@@ -3631,16 +3645,16 @@ def decode_fetch_response_v10(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 10')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 10')
@@ -3650,28 +3664,26 @@ def encode_fetch_response_v10(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default SnapshotId at version 10')
             if e_6.preferred_read_replica != -1:
                 raise ValueError('attempted to write a non-default PreferredReadReplica at version 10')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_9))
+                out += _S2.pack(len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S30.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
     elif n0 > len(data) - pos:
@@ -3681,15 +3693,17 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
         append_6 = v_responses_4.append
         for _ in range(n0):
             v_topic_7: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -3699,11 +3713,9 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S28.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         v_aborted_transactions_19 = None
                     elif n2 > len(data) - pos:
@@ -3712,14 +3724,12 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
+                            v_producer_id_23, v_first_offset_24 = _S26.unpack_from(data, pos)
                             pos += 16
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S24.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_21 = None
                     else:
@@ -3733,16 +3743,16 @@ def decode_fetch_response_v11(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 11')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.topic
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.diverging_epoch.epoch != -1) or (e_6.diverging_epoch.end_offset != -1):
                 raise ValueError('attempted to write a non-default DivergingEpoch at version 11')
@@ -3750,31 +3760,29 @@ def encode_fetch_response_v11(m: FetchResponse, out: bytearray) -> None:
                 raise ValueError('attempted to write a non-default CurrentLeader at version 11')
             if (e_6.snapshot_id.end_offset != -1) or (e_6.snapshot_id.epoch != -1):
                 raise ValueError('attempted to write a non-default SnapshotId at version 11')
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out += b'\xff\xff\xff\xff'
             else:
-                out += _S1.pack(len(x_7))
+                out += _S2.pack(len(x_7))
                 for e_8 in x_7:
-                    out += _S16.pack(e_8.producer_id, e_8.first_offset)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S26.pack(e_8.producer_id, e_8.first_offset)
             x_9 = e_6.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S24.pack(e_6.preferred_read_replica, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S24.pack(e_6.preferred_read_replica, len(x_9))
                 out += x_9
 
 
 def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3792,11 +3800,13 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_7 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_9: list[PartitionData]
             n1 = data[pos]
             if n1 < 128:
@@ -3812,13 +3822,12 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3829,11 +3838,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -3841,13 +3850,12 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3867,11 +3875,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3880,11 +3888,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3893,11 +3901,11 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3932,7 +3940,7 @@ def decode_fetch_response_v12(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 12')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -3955,7 +3963,7 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S17.pack(e_9.partition_index, e_9.error_code, e_9.high_watermark, e_9.last_stable_offset, e_9.log_start_offset)
+            out += _S29.pack(e_9.partition_index, e_9.error_code, e_9.high_watermark, e_9.last_stable_offset, e_9.log_start_offset)
             x_10 = e_9.aborted_transactions
             if x_10 is None:
                 out.append(0)
@@ -3966,17 +3974,16 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_11)
                 for e_12 in x_10:
-                    out += _S16.pack(e_12.producer_id, e_12.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_9.preferred_read_replica)
+                    out += _S38.pack(e_12.producer_id, e_12.first_offset)
             x_13 = e_9.records
             if x_13 is None:
-                out.append(0)
+                out += _S39.pack(e_9.preferred_read_replica)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S35.pack(e_9.preferred_read_replica, u_14)
                 else:
+                    out += _S2.pack(e_9.preferred_read_replica)
                     write_uvarint(out, u_14)
                 out += x_13
             tags2 = (e_9.diverging_epoch != EpochEndOffset()) + (e_9.current_leader != LeaderIdAndEpoch()) + (e_9.snapshot_id != SnapshotId())
@@ -3985,24 +3992,21 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_16 = e_9.diverging_epoch
-                tagbuf2 += _S12.pack(s_16.epoch, s_16.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S20.pack(s_16.epoch, s_16.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_9.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_18 = e_9.current_leader
-                tagbuf2 += _S19.pack(s_18.leader_id, s_18.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S40.pack(s_18.leader_id, s_18.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_9.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_20 = e_9.snapshot_id
-                tagbuf2 += _S20.pack(s_20.end_offset, s_20.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S41.pack(s_20.end_offset, s_20.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4010,13 +4014,12 @@ def encode_fetch_response_v12(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4027,13 +4030,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4044,13 +4046,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4061,11 +4062,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4073,13 +4074,12 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4099,11 +4099,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4112,11 +4112,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4125,11 +4125,11 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4164,7 +4164,7 @@ def decode_fetch_response_v13(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 13')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4172,7 +4172,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4180,7 +4180,7 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4191,17 +4191,16 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4210,24 +4209,21 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4235,13 +4231,12 @@ def encode_fetch_response_v13(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4252,13 +4247,12 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4269,13 +4263,12 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4286,11 +4279,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4298,13 +4291,12 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4324,11 +4316,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4337,11 +4329,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4350,11 +4342,11 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4389,7 +4381,7 @@ def decode_fetch_response_v14(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 14')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4397,7 +4389,7 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4405,7 +4397,7 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4416,17 +4408,16 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4435,24 +4426,21 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4460,13 +4448,12 @@ def encode_fetch_response_v14(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4477,13 +4464,12 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4494,13 +4480,12 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4511,11 +4496,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4523,13 +4508,12 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4549,11 +4533,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4562,11 +4546,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4575,11 +4559,11 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4614,7 +4598,7 @@ def decode_fetch_response_v15(data: bytes, pos: int) -> tuple[FetchResponse, int
 def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 15')
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4622,7 +4606,7 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4630,7 +4614,7 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4641,17 +4625,16 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4660,24 +4643,21 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4685,13 +4665,12 @@ def encode_fetch_response_v15(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -4702,13 +4681,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -4719,13 +4697,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4736,11 +4713,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -4748,13 +4725,12 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -4774,11 +4750,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4787,11 +4763,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4800,11 +4776,11 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -4848,34 +4824,36 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_32, n1 = _S35.unpack_from(data, pos)
                         v_host_33: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_34, = _S1.unpack_from(data, pos)
-                        pos += 4
-                        v_rack_35: str | None
-                        n1 = data[pos]
-                        if n1 < 128:
-                            pos += 1
+                        elif n1 == 0:
+                            v_host_33 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_34, n1 = _S35.unpack_from(data, pos)
+                        v_rack_35: str | None
+                        if n1 < 128:
+                            pos += 5
+                        else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_35 = None
-                        else:
+                        if n1 > 0:
                             v_rack_35 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_35 = ''
+                        else:
+                            v_rack_35 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -4891,7 +4869,7 @@ def decode_fetch_response_v16(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -4899,7 +4877,7 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -4907,7 +4885,7 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -4918,17 +4896,16 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -4937,24 +4914,21 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -4970,16 +4944,19 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0.append(u_23)
+            if e_20.host == '':
+                tagbuf0 += _S42.pack(e_20.node_id, 1, e_20.port)
             else:
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S35.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S2.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)
@@ -4997,13 +4974,12 @@ def encode_fetch_response_v16(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -5014,13 +4990,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -5031,13 +5006,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5048,11 +5022,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -5060,13 +5034,12 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5086,11 +5059,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5099,11 +5072,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5112,11 +5085,11 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5160,34 +5133,36 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_32, n1 = _S35.unpack_from(data, pos)
                         v_host_33: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_34, = _S1.unpack_from(data, pos)
-                        pos += 4
-                        v_rack_35: str | None
-                        n1 = data[pos]
-                        if n1 < 128:
-                            pos += 1
+                        elif n1 == 0:
+                            v_host_33 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_34, n1 = _S35.unpack_from(data, pos)
+                        v_rack_35: str | None
+                        if n1 < 128:
+                            pos += 5
+                        else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_35 = None
-                        else:
+                        if n1 > 0:
                             v_rack_35 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_35 = ''
+                        else:
+                            v_rack_35 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -5203,7 +5178,7 @@ def decode_fetch_response_v17(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -5211,7 +5186,7 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -5219,7 +5194,7 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -5230,17 +5205,16 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -5249,24 +5223,21 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -5282,16 +5253,19 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0.append(u_23)
+            if e_20.host == '':
+                tagbuf0 += _S42.pack(e_20.node_id, 1, e_20.port)
             else:
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S35.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S2.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)
@@ -5309,13 +5283,12 @@ def encode_fetch_response_v17(m: FetchResponse, out: bytearray) -> None:
 
 
 def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_session_id_3 = _S18.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_session_id_3, n0 = _S32.unpack_from(data, pos)
     v_responses_4: list[FetchableTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -5326,13 +5299,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
         v_responses_4 = []
         append_6 = v_responses_4.append
         for _ in range(n0):
-            v_topic_id_8, = _S10.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S15.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -5343,13 +5315,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15 = _S17.unpack_from(data, pos)
-                    pos += 30
+                    v_partition_index_11, v_error_code_12, v_high_watermark_13, v_last_stable_offset_14, v_log_start_offset_15, n2 = _S33.unpack_from(data, pos)
                     v_aborted_transactions_19: list[AbortedTransaction] | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5360,11 +5331,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                         v_aborted_transactions_19 = []
                         append_22 = v_aborted_transactions_19.append
                         for _ in range(n2):
-                            v_producer_id_23, v_first_offset_24 = _S16.unpack_from(data, pos)
-                            pos += 16
-                            if data[pos] == 0:
-                                pos += 1
+                            v_producer_id_23, v_first_offset_24, tag_count3 = _S34.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 17
                             else:
+                                pos += 16
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -5372,13 +5343,12 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                     end3 = pos + size3
                                     pos = end3
                             append_22(AbortedTransaction(v_producer_id_23, v_first_offset_24))
-                    v_preferred_read_replica_20, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_preferred_read_replica_20, n2 = _S35.unpack_from(data, pos)
                     v_records_21: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -5398,11 +5368,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_epoch_25, v_end_offset_26 = _S12.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_epoch_25, v_end_offset_26, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5411,11 +5381,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_diverging_epoch_16 = EpochEndOffset(v_epoch_25, v_end_offset_26)
                             elif tag2 == 1:
-                                v_leader_id_27, v_leader_epoch_28 = _S19.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_27, v_leader_epoch_28, tag_count3 = _S36.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5424,11 +5394,11 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                                         pos = end3
                                 v_current_leader_17 = LeaderIdAndEpoch(v_leader_id_27, v_leader_epoch_28)
                             elif tag2 == 2:
-                                v_end_offset_29, v_epoch_30 = _S20.unpack_from(data, pos)
-                                pos += 12
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_end_offset_29, v_epoch_30, tag_count3 = _S37.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 13
                                 else:
+                                    pos += 12
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -5472,34 +5442,36 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
                     v_node_endpoints_5 = []
                     append_31 = v_node_endpoints_5.append
                     for _ in range(n0):
-                        v_node_id_32, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_32, n1 = _S35.unpack_from(data, pos)
                         v_host_33: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_33 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_34, = _S1.unpack_from(data, pos)
-                        pos += 4
-                        v_rack_35: str | None
-                        n1 = data[pos]
-                        if n1 < 128:
-                            pos += 1
+                        elif n1 == 0:
+                            v_host_33 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_34, n1 = _S35.unpack_from(data, pos)
+                        v_rack_35: str | None
+                        if n1 < 128:
+                            pos += 5
+                        else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_35 = None
-                        else:
+                        if n1 > 0:
                             v_rack_35 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_35 = ''
+                        else:
+                            v_rack_35 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -5515,7 +5487,7 @@ def decode_fetch_response_v18(data: bytes, pos: int) -> tuple[FetchResponse, int
 
 
 def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
-    out += _S18.pack(m.throttle_time_ms, m.error_code, m.session_id)
+    out += _S31.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_1 = m.responses
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -5523,7 +5495,7 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S10.pack(e_3.topic_id)
+        out += _S16.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -5531,7 +5503,7 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S17.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
+            out += _S29.pack(e_6.partition_index, e_6.error_code, e_6.high_watermark, e_6.last_stable_offset, e_6.log_start_offset)
             x_7 = e_6.aborted_transactions
             if x_7 is None:
                 out.append(0)
@@ -5542,17 +5514,16 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
                 else:
                     write_uvarint(out, u_8)
                 for e_9 in x_7:
-                    out += _S16.pack(e_9.producer_id, e_9.first_offset)
-                    out.append(0)
-            out += _S1.pack(e_6.preferred_read_replica)
+                    out += _S38.pack(e_9.producer_id, e_9.first_offset)
             x_10 = e_6.records
             if x_10 is None:
-                out.append(0)
+                out += _S39.pack(e_6.preferred_read_replica)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S35.pack(e_6.preferred_read_replica, u_11)
                 else:
+                    out += _S2.pack(e_6.preferred_read_replica)
                     write_uvarint(out, u_11)
                 out += x_10
             tags2 = (e_6.diverging_epoch != EpochEndOffset()) + (e_6.current_leader != LeaderIdAndEpoch()) + (e_6.snapshot_id != SnapshotId())
@@ -5561,24 +5532,21 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_13 = e_6.diverging_epoch
-                tagbuf2 += _S12.pack(s_13.epoch, s_13.end_offset)
-                tagbuf2.append(0)
+                tagbuf2 += _S20.pack(s_13.epoch, s_13.end_offset)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.current_leader != LeaderIdAndEpoch():
                 write_uvarint(out, 1)
                 tagbuf2 = bytearray()
                 s_15 = e_6.current_leader
-                tagbuf2 += _S19.pack(s_15.leader_id, s_15.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S40.pack(s_15.leader_id, s_15.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
             if e_6.snapshot_id != SnapshotId():
                 write_uvarint(out, 2)
                 tagbuf2 = bytearray()
                 s_17 = e_6.snapshot_id
-                tagbuf2 += _S20.pack(s_17.end_offset, s_17.epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S41.pack(s_17.end_offset, s_17.epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
@@ -5594,16 +5562,19 @@ def encode_fetch_response_v18(m: FetchResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0.append(u_23)
+            if e_20.host == '':
+                tagbuf0 += _S42.pack(e_20.node_id, 1, e_20.port)
             else:
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S35.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S2.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)

@@ -11,9 +11,18 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
 _S1 = Struct('>b')
-_S2 = Struct('>hi')
-_S3 = Struct('>i')
-_S4 = Struct('>ih')
+_S2 = Struct('>bB')
+_S3 = Struct('>bx')
+_S4 = Struct('>hih')
+_S5 = Struct('>i')
+_S6 = Struct('>ihh')
+_S7 = Struct('>ih')
+_S8 = Struct('>ihB')
+_S9 = Struct('>iB')
+_S10 = Struct('>ihBi')
+_S11 = Struct('>ihx')
+_S12 = Struct('>ix')
+_S13 = Struct('>iBih')
 
 
 @dataclass(slots=True)
@@ -48,11 +57,13 @@ def decode_find_coordinator_request_v0(data: bytes, pos: int) -> tuple[FindCoord
     v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_key_1 = ''
+    else:
+        raise DecodeError('non-nullable field Key is null')
     return FindCoordinatorRequest(v_key_1, 0, []), pos
 
 
@@ -71,11 +82,13 @@ def decode_find_coordinator_request_v1(data: bytes, pos: int) -> tuple[FindCoord
     v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_key_1 = ''
+    else:
+        raise DecodeError('non-nullable field Key is null')
     v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
     return FindCoordinatorRequest(v_key_1, v_key_type_2, []), pos
@@ -95,11 +108,13 @@ def decode_find_coordinator_request_v2(data: bytes, pos: int) -> tuple[FindCoord
     v_key_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_key_1 = ''
+    else:
+        raise DecodeError('non-nullable field Key is null')
     v_key_type_2, = _S1.unpack_from(data, pos)
     pos += 1
     return FindCoordinatorRequest(v_key_1, v_key_type_2, []), pos
@@ -123,16 +138,18 @@ def decode_find_coordinator_request_v3(data: bytes, pos: int) -> tuple[FindCoord
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Key is null')
-    else:
+    if n0 > 0:
         v_key_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_key_1 = ''
     else:
+        raise DecodeError('non-nullable field Key is null')
+    v_key_type_2, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
+    else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -153,18 +170,16 @@ def encode_find_coordinator_request_v3(m: FindCoordinatorRequest, out: bytearray
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.key_type)
-    out.append(0)
+    out += _S3.pack(m.key_type)
 
 
 def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
+    v_key_type_2, n0 = _S2.unpack_from(data, pos)
     v_coordinator_keys_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -182,11 +197,13 @@ def decode_find_coordinator_request_v4(data: bytes, pos: int) -> tuple[FindCoord
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             append_4(e_5)
     if data[pos] == 0:
         pos += 1
@@ -223,13 +240,12 @@ def encode_find_coordinator_request_v4(m: FindCoordinatorRequest, out: bytearray
 
 
 def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
+    v_key_type_2, n0 = _S2.unpack_from(data, pos)
     v_coordinator_keys_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -247,11 +263,13 @@ def decode_find_coordinator_request_v5(data: bytes, pos: int) -> tuple[FindCoord
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             append_4(e_5)
     if data[pos] == 0:
         pos += 1
@@ -288,13 +306,12 @@ def encode_find_coordinator_request_v5(m: FindCoordinatorRequest, out: bytearray
 
 
 def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    v_key_type_2, = _S1.unpack_from(data, pos)
-    pos += 1
+    v_key_type_2, n0 = _S2.unpack_from(data, pos)
     v_coordinator_keys_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 2
     else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -312,11 +329,13 @@ def decode_find_coordinator_request_v6(data: bytes, pos: int) -> tuple[FindCoord
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field CoordinatorKeys[] is null')
             append_4(e_5)
     if data[pos] == 0:
         pos += 1
@@ -353,17 +372,17 @@ def encode_find_coordinator_request_v6(m: FindCoordinatorRequest, out: bytearray
 
 
 def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_error_code_2, v_node_id_4 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_error_code_2, v_node_id_4, n0 = _S4.unpack_from(data, pos)
     v_host_5: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
-    else:
+    pos += 8
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
+    elif n0 == 0:
+        v_host_5 = ''
+    else:
+        raise DecodeError('non-nullable field Host is null')
+    v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(0, v_error_code_2, '', v_node_id_4, v_host_5, v_port_6, []), pos
 
@@ -371,36 +390,35 @@ def decode_find_coordinator_response_v0(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v0(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 0')
-    out += _S2.pack(m.error_code, m.node_id)
     x_1 = m.host
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S4.pack(m.error_code, m.node_id, len(b_2))
     out += b_2
-    out += _S3.pack(m.port)
+    out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S6.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    pos += 8
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_node_id_4, = _S3.unpack_from(data, pos)
-    pos += 4
-    v_host_5: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
+    elif n0 == 0:
+        v_error_message_3 = ''
     else:
+        v_error_message_3 = None
+    v_node_id_4, n0 = _S7.unpack_from(data, pos)
+    v_host_5: str
+    pos += 6
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
+    elif n0 == 0:
+        v_host_5 = ''
+    else:
+        raise DecodeError('non-nullable field Host is null')
+    v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
 
@@ -408,44 +426,42 @@ def decode_find_coordinator_response_v1(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v1(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 1')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S6.pack(m.throttle_time_ms, m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S6.pack(m.throttle_time_ms, m.error_code, len(b_2))
         out += b_2
-    out += _S3.pack(m.node_id)
     x_3 = m.host
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S7.pack(m.node_id, len(b_4))
     out += b_4
-    out += _S3.pack(m.port)
+    out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S6.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    pos += 8
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_node_id_4, = _S3.unpack_from(data, pos)
-    pos += 4
-    v_host_5: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
+    elif n0 == 0:
+        v_error_message_3 = ''
     else:
+        v_error_message_3 = None
+    v_node_id_4, n0 = _S7.unpack_from(data, pos)
+    v_host_5: str
+    pos += 6
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
+    elif n0 == 0:
+        v_host_5 = ''
+    else:
+        raise DecodeError('non-nullable field Host is null')
+    v_port_6, = _S5.unpack_from(data, pos)
     pos += 4
     return FindCoordinatorResponse(v_throttle_time_ms_1, v_error_code_2, v_error_message_3, v_node_id_4, v_host_5, v_port_6, []), pos
 
@@ -453,56 +469,56 @@ def decode_find_coordinator_response_v2(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v2(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 2')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S6.pack(m.throttle_time_ms, m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S0.pack(len(b_2))
+        out += _S6.pack(m.throttle_time_ms, m.error_code, len(b_2))
         out += b_2
-    out += _S3.pack(m.node_id)
     x_3 = m.host
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S7.pack(m.node_id, len(b_4))
     out += b_4
-    out += _S3.pack(m.port)
+    out += _S5.pack(m.port)
 
 
 def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_node_id_4, = _S3.unpack_from(data, pos)
-    pos += 4
-    v_host_5: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_error_message_3 = ''
     else:
+        v_error_message_3 = None
+    v_node_id_4, n0 = _S9.unpack_from(data, pos)
+    v_host_5: str
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Host is null')
-    else:
+    if n0 > 0:
         v_host_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_port_6, = _S3.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_host_5 = ''
     else:
+        raise DecodeError('non-nullable field Host is null')
+    v_port_6, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
+    else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -515,19 +531,22 @@ def decode_find_coordinator_response_v3(data: bytes, pos: int) -> tuple[FindCoor
 def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearray) -> None:
     if m.coordinators:
         raise ValueError('attempted to write a non-default Coordinators at version 3')
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S10.pack(m.throttle_time_ms, m.error_code, 1, m.node_id)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S11.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S3.pack(m.node_id)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S7.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S5.pack(m.node_id)
     x_4 = m.host
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -536,18 +555,16 @@ def encode_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearr
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S3.pack(m.port)
-    out.append(0)
+    out += _S12.pack(m.port)
 
 
 def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -565,39 +582,43 @@ def decode_find_coordinator_response_v4(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_node_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
-            v_host_11: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_key_9 = ''
             else:
+                raise DecodeError('non-nullable field Key is null')
+            v_node_id_10, n1 = _S9.unpack_from(data, pos)
+            v_host_11: str
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
-            pos += 6
-            v_error_message_14: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_11 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_12, v_error_code_13, n1 = _S8.unpack_from(data, pos)
+            v_error_message_14: str | None
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_14 = None
-            else:
+            if n1 > 0:
                 v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_14 = ''
+            else:
+                v_error_message_14 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -629,7 +650,7 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Host at version 4')
     if m.port != 0:
         raise ValueError('attempted to write a non-default Port at version 4')
-    out += _S3.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.coordinators
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -645,16 +666,19 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.node_id)
-        x_7 = e_3.host
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        if e_3.host == '':
+            out += _S13.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
-        out += _S4.pack(e_3.port, e_3.error_code)
+            x_7 = e_3.host
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S9.pack(e_3.node_id, u_9)
+            else:
+                out += _S5.pack(e_3.node_id)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S7.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
             out.append(0)
@@ -671,13 +695,12 @@ def encode_find_coordinator_response_v4(m: FindCoordinatorResponse, out: bytearr
 
 
 def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -695,39 +718,43 @@ def decode_find_coordinator_response_v5(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_node_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
-            v_host_11: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_key_9 = ''
             else:
+                raise DecodeError('non-nullable field Key is null')
+            v_node_id_10, n1 = _S9.unpack_from(data, pos)
+            v_host_11: str
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
-            pos += 6
-            v_error_message_14: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_11 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_12, v_error_code_13, n1 = _S8.unpack_from(data, pos)
+            v_error_message_14: str | None
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_14 = None
-            else:
+            if n1 > 0:
                 v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_14 = ''
+            else:
+                v_error_message_14 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -759,7 +786,7 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Host at version 5')
     if m.port != 0:
         raise ValueError('attempted to write a non-default Port at version 5')
-    out += _S3.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.coordinators
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -775,16 +802,19 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.node_id)
-        x_7 = e_3.host
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        if e_3.host == '':
+            out += _S13.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
-        out += _S4.pack(e_3.port, e_3.error_code)
+            x_7 = e_3.host
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S9.pack(e_3.node_id, u_9)
+            else:
+                out += _S5.pack(e_3.node_id)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S7.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
             out.append(0)
@@ -801,13 +831,12 @@ def encode_find_coordinator_response_v5(m: FindCoordinatorResponse, out: bytearr
 
 
 def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    v_throttle_time_ms_1, = _S3.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S9.unpack_from(data, pos)
     v_coordinators_7: list[Coordinator]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -825,39 +854,43 @@ def decode_find_coordinator_response_v6(data: bytes, pos: int) -> tuple[FindCoor
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_node_id_10, = _S3.unpack_from(data, pos)
-            pos += 4
-            v_host_11: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_key_9 = ''
             else:
+                raise DecodeError('non-nullable field Key is null')
+            v_node_id_10, n1 = _S9.unpack_from(data, pos)
+            v_host_11: str
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_12, v_error_code_13 = _S4.unpack_from(data, pos)
-            pos += 6
-            v_error_message_14: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_11 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_12, v_error_code_13, n1 = _S8.unpack_from(data, pos)
+            v_error_message_14: str | None
+            if n1 < 128:
+                pos += 7
+            else:
+                pos += 6
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_14 = None
-            else:
+            if n1 > 0:
                 v_error_message_14 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_14 = ''
+            else:
+                v_error_message_14 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -889,7 +922,7 @@ def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearr
         raise ValueError('attempted to write a non-default Host at version 6')
     if m.port != 0:
         raise ValueError('attempted to write a non-default Port at version 6')
-    out += _S3.pack(m.throttle_time_ms)
+    out += _S5.pack(m.throttle_time_ms)
     x_1 = m.coordinators
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -905,16 +938,19 @@ def encode_find_coordinator_response_v6(m: FindCoordinatorResponse, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S3.pack(e_3.node_id)
-        x_7 = e_3.host
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        if e_3.host == '':
+            out += _S13.pack(e_3.node_id, 1, e_3.port, e_3.error_code)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
-        out += _S4.pack(e_3.port, e_3.error_code)
+            x_7 = e_3.host
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S9.pack(e_3.node_id, u_9)
+            else:
+                out += _S5.pack(e_3.node_id)
+                write_uvarint(out, u_9)
+            out += b_8
+            out += _S7.pack(e_3.port, e_3.error_code)
         x_10 = e_3.error_message
         if x_10 is None:
             out.append(0)

@@ -9,9 +9,10 @@ from struct import Struct
 
 from protocol.primitives import read_uvarint
 
-_S0 = Struct('>hhi')
-_S1 = Struct('>h')
-_S2 = Struct('>i')
+_S0 = Struct('>hhih')
+_S1 = Struct('>i')
+_S2 = Struct('>iB')
+_S3 = Struct('>ix')
 
 
 @dataclass(slots=True)
@@ -28,41 +29,40 @@ class ResponseHeader:
 
 
 def decode_request_header_v1(data: bytes, pos: int) -> tuple[RequestHeader, int]:
-    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3 = _S0.unpack_from(data, pos)
-    pos += 8
+    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, n0 = _S0.unpack_from(data, pos)
     v_client_id_4: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_client_id_4 = None
-    else:
+    pos += 10
+    if n0 > 0:
         v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_id_4 = ''
+    else:
+        v_client_id_4 = None
     return RequestHeader(v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, v_client_id_4), pos
 
 
 def encode_request_header_v1(m: RequestHeader, out: bytearray) -> None:
-    out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id)
     x_1 = m.client_id
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, len(b_2))
         out += b_2
 
 
 def decode_request_header_v2(data: bytes, pos: int) -> tuple[RequestHeader, int]:
-    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3 = _S0.unpack_from(data, pos)
-    pos += 8
+    v_request_api_key_1, v_request_api_version_2, v_correlation_id_3, n0 = _S0.unpack_from(data, pos)
     v_client_id_4: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_client_id_4 = None
-    else:
+    pos += 10
+    if n0 > 0:
         v_client_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_client_id_4 = ''
+    else:
+        v_client_id_4 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -76,33 +76,32 @@ def decode_request_header_v2(data: bytes, pos: int) -> tuple[RequestHeader, int]
 
 
 def encode_request_header_v2(m: RequestHeader, out: bytearray) -> None:
-    out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id)
     x_1 = m.client_id
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S0.pack(m.request_api_key, m.request_api_version, m.correlation_id, len(b_2))
         out += b_2
     out.append(0)
 
 
 def decode_response_header_v0(data: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    v_correlation_id_1, = _S2.unpack_from(data, pos)
+    v_correlation_id_1, = _S1.unpack_from(data, pos)
     pos += 4
     return ResponseHeader(v_correlation_id_1), pos
 
 
 def encode_response_header_v0(m: ResponseHeader, out: bytearray) -> None:
-    out += _S2.pack(m.correlation_id)
+    out += _S1.pack(m.correlation_id)
 
 
 def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    v_correlation_id_1, = _S2.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_correlation_id_1, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -113,5 +112,4 @@ def decode_response_header_v1(data: bytes, pos: int) -> tuple[ResponseHeader, in
 
 
 def encode_response_header_v1(m: ResponseHeader, out: bytearray) -> None:
-    out += _S2.pack(m.correlation_id)
-    out.append(0)
+    out += _S3.pack(m.correlation_id)

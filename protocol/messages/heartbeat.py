@@ -10,8 +10,11 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>i')
-_S2 = Struct('>ih')
+_S1 = Struct('>ih')
+_S2 = Struct('>iB')
+_S3 = Struct('>i')
+_S4 = Struct('>ihB')
+_S5 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -32,21 +35,23 @@ def decode_heartbeat_request_v0(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
@@ -57,10 +62,9 @@ def encode_heartbeat_request_v0(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
 
 
@@ -68,21 +72,23 @@ def decode_heartbeat_request_v1(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
@@ -93,10 +99,9 @@ def encode_heartbeat_request_v1(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
 
 
@@ -104,21 +109,23 @@ def decode_heartbeat_request_v2(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, None), pos
 
 
@@ -129,10 +136,9 @@ def encode_heartbeat_request_v2(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
 
 
@@ -140,29 +146,33 @@ def decode_heartbeat_request_v3(data: bytes, pos: int) -> tuple[HeartbeatRequest
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     return HeartbeatRequest(v_group_id_1, v_generation_id_2, v_member_id_3, v_group_instance_id_4), pos
 
 
@@ -171,10 +181,9 @@ def encode_heartbeat_request_v3(m: HeartbeatRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
     x_5 = m.group_instance_id
     if x_5 is None:
@@ -193,25 +202,28 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S2.unpack_from(data, pos)
+    v_member_id_3: str
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -219,11 +231,13 @@ def decode_heartbeat_request_v4(data: bytes, pos: int) -> tuple[HeartbeatRequest
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -245,15 +259,18 @@ def encode_heartbeat_request_v4(m: HeartbeatRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S2.pack(m.generation_id, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S2.pack(m.generation_id, u_6)
+        else:
+            out += _S3.pack(m.generation_id)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -279,41 +296,41 @@ def encode_heartbeat_response_v0(m: HeartbeatResponse, out: bytearray) -> None:
 
 
 def decode_heartbeat_response_v1(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v1(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v2(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v2(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v3(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
     pos += 6
     return HeartbeatResponse(v_throttle_time_ms_1, v_error_code_2), pos
 
 
 def encode_heartbeat_response_v3(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
 
 
 def decode_heartbeat_response_v4(data: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 7
     else:
+        pos += 6
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -324,5 +341,4 @@ def decode_heartbeat_response_v4(data: bytes, pos: int) -> tuple[HeartbeatRespon
 
 
 def encode_heartbeat_response_v4(m: HeartbeatResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    out.append(0)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)

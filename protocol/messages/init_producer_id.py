@@ -11,10 +11,17 @@ from protocol.primitives import read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>iqh')
-_S3 = Struct('>iqh??')
-_S4 = Struct('>ihqh')
-_S5 = Struct('>ihqhqh')
+_S2 = Struct('>iB')
+_S3 = Struct('>ix')
+_S4 = Struct('>iqhB')
+_S5 = Struct('>iqhx')
+_S6 = Struct('>iqh??B')
+_S7 = Struct('>iqh??x')
+_S8 = Struct('>ihqh')
+_S9 = Struct('>ihqhB')
+_S10 = Struct('>ihqhx')
+_S11 = Struct('>ihqhqhB')
+_S12 = Struct('>ihqhqhx')
 
 
 @dataclass(slots=True)
@@ -41,11 +48,13 @@ def decode_init_producer_id_request_v0(data: bytes, pos: int) -> tuple[InitProdu
     v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return InitProducerIdRequest(v_transactional_id_1, v_transaction_timeout_ms_2, -1, -1, False, False), pos
@@ -74,11 +83,13 @@ def decode_init_producer_id_request_v1(data: bytes, pos: int) -> tuple[InitProdu
     v_transactional_id_1: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
     v_transaction_timeout_ms_2, = _S1.unpack_from(data, pos)
     pos += 4
     return InitProducerIdRequest(v_transactional_id_1, v_transaction_timeout_ms_2, -1, -1, False, False), pos
@@ -111,16 +122,18 @@ def decode_init_producer_id_request_v2(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_transaction_timeout_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_transaction_timeout_ms_2, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
+    else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -150,8 +163,7 @@ def encode_init_producer_id_request_v2(m: InitProducerIdRequest, out: bytearray)
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S1.pack(m.transaction_timeout_ms)
-    out.append(0)
+    out += _S3.pack(m.transaction_timeout_ms)
 
 
 def decode_init_producer_id_request_v3(data: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
@@ -162,16 +174,18 @@ def decode_init_producer_id_request_v3(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4 = _S2.unpack_from(data, pos)
-    pos += 14
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 15
+    else:
+        pos += 14
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -197,8 +211,7 @@ def encode_init_producer_id_request_v3(m: InitProducerIdRequest, out: bytearray)
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S2.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S5.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_request_v4(data: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
@@ -209,16 +222,18 @@ def decode_init_producer_id_request_v4(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4 = _S2.unpack_from(data, pos)
-    pos += 14
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 15
+    else:
+        pos += 14
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -244,8 +259,7 @@ def encode_init_producer_id_request_v4(m: InitProducerIdRequest, out: bytearray)
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S2.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S5.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_request_v5(data: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
@@ -256,16 +270,18 @@ def decode_init_producer_id_request_v5(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4 = _S2.unpack_from(data, pos)
-    pos += 14
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 15
+    else:
+        pos += 14
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -291,8 +307,7 @@ def encode_init_producer_id_request_v5(m: InitProducerIdRequest, out: bytearray)
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S2.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S5.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_request_v6(data: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
@@ -303,16 +318,18 @@ def decode_init_producer_id_request_v6(data: bytes, pos: int) -> tuple[InitProdu
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, v_enable2_pc_5, v_keep_prepared_txn_6 = _S3.unpack_from(data, pos)
-    pos += 16
-    if data[pos] == 0:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_transaction_timeout_ms_2, v_producer_id_3, v_producer_epoch_4, v_enable2_pc_5, v_keep_prepared_txn_6, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 17
+    else:
+        pos += 16
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -334,12 +351,11 @@ def encode_init_producer_id_request_v6(m: InitProducerIdRequest, out: bytearray)
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S3.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch, m.enable2_pc, m.keep_prepared_txn)
-    out.append(0)
+    out += _S7.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch, m.enable2_pc, m.keep_prepared_txn)
 
 
 def decode_init_producer_id_response_v0(data: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S8.unpack_from(data, pos)
     pos += 16
     return InitProducerIdResponse(v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, -1, -1), pos
 
@@ -349,11 +365,11 @@ def encode_init_producer_id_response_v0(m: InitProducerIdResponse, out: bytearra
         raise ValueError('attempted to write a non-default OngoingTxnProducerId at version 0')
     if m.ongoing_txn_producer_epoch != -1:
         raise ValueError('attempted to write a non-default OngoingTxnProducerEpoch at version 0')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
+    out += _S8.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_response_v1(data: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S4.unpack_from(data, pos)
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S8.unpack_from(data, pos)
     pos += 16
     return InitProducerIdResponse(v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, -1, -1), pos
 
@@ -363,15 +379,15 @@ def encode_init_producer_id_response_v1(m: InitProducerIdResponse, out: bytearra
         raise ValueError('attempted to write a non-default OngoingTxnProducerId at version 1')
     if m.ongoing_txn_producer_epoch != -1:
         raise ValueError('attempted to write a non-default OngoingTxnProducerEpoch at version 1')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
+    out += _S8.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_response_v2(data: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S4.unpack_from(data, pos)
-    pos += 16
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 17
     else:
+        pos += 16
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -386,16 +402,15 @@ def encode_init_producer_id_response_v2(m: InitProducerIdResponse, out: bytearra
         raise ValueError('attempted to write a non-default OngoingTxnProducerId at version 2')
     if m.ongoing_txn_producer_epoch != -1:
         raise ValueError('attempted to write a non-default OngoingTxnProducerEpoch at version 2')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S10.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_response_v3(data: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S4.unpack_from(data, pos)
-    pos += 16
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 17
     else:
+        pos += 16
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -410,16 +425,15 @@ def encode_init_producer_id_response_v3(m: InitProducerIdResponse, out: bytearra
         raise ValueError('attempted to write a non-default OngoingTxnProducerId at version 3')
     if m.ongoing_txn_producer_epoch != -1:
         raise ValueError('attempted to write a non-default OngoingTxnProducerEpoch at version 3')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S10.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_response_v4(data: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S4.unpack_from(data, pos)
-    pos += 16
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 17
     else:
+        pos += 16
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -434,16 +448,15 @@ def encode_init_producer_id_response_v4(m: InitProducerIdResponse, out: bytearra
         raise ValueError('attempted to write a non-default OngoingTxnProducerId at version 4')
     if m.ongoing_txn_producer_epoch != -1:
         raise ValueError('attempted to write a non-default OngoingTxnProducerEpoch at version 4')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S10.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_response_v5(data: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4 = _S4.unpack_from(data, pos)
-    pos += 16
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, tag_count0 = _S9.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 17
     else:
+        pos += 16
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -458,16 +471,15 @@ def encode_init_producer_id_response_v5(m: InitProducerIdResponse, out: bytearra
         raise ValueError('attempted to write a non-default OngoingTxnProducerId at version 5')
     if m.ongoing_txn_producer_epoch != -1:
         raise ValueError('attempted to write a non-default OngoingTxnProducerEpoch at version 5')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
-    out.append(0)
+    out += _S10.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch)
 
 
 def decode_init_producer_id_response_v6(data: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, v_ongoing_txn_producer_id_5, v_ongoing_txn_producer_epoch_6 = _S5.unpack_from(data, pos)
-    pos += 26
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_1, v_error_code_2, v_producer_id_3, v_producer_epoch_4, v_ongoing_txn_producer_id_5, v_ongoing_txn_producer_epoch_6, tag_count0 = _S11.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 27
     else:
+        pos += 26
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -478,5 +490,4 @@ def decode_init_producer_id_response_v6(data: bytes, pos: int) -> tuple[InitProd
 
 
 def encode_init_producer_id_response_v6(m: InitProducerIdResponse, out: bytearray) -> None:
-    out += _S5.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch, m.ongoing_txn_producer_id, m.ongoing_txn_producer_epoch)
-    out.append(0)
+    out += _S12.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch, m.ongoing_txn_producer_id, m.ongoing_txn_producer_epoch)

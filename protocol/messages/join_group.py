@@ -10,11 +10,18 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>i')
-_S2 = Struct('>ii')
-_S3 = Struct('>hi')
-_S4 = Struct('>ihi')
-_S5 = Struct('>?')
+_S1 = Struct('>ih')
+_S2 = Struct('>i')
+_S3 = Struct('>iih')
+_S4 = Struct('>iiB')
+_S5 = Struct('>ii')
+_S6 = Struct('>hih')
+_S7 = Struct('>ihih')
+_S8 = Struct('>ihiB')
+_S9 = Struct('>ihi')
+_S10 = Struct('>ihix')
+_S11 = Struct('>?B')
+_S12 = Struct('>?')
 
 
 @dataclass(slots=True)
@@ -59,31 +66,35 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_4: str
+    pos += 6
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -96,13 +107,15 @@ def decode_join_group_request_v0(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -120,24 +133,23 @@ def encode_join_group_request_v0(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.session_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.session_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -145,31 +157,35 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_member_id_4: str
+    pos += 10
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -182,13 +198,15 @@ def decode_join_group_request_v1(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -206,24 +224,23 @@ def encode_join_group_request_v1(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -231,31 +248,35 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_member_id_4: str
+    pos += 10
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -268,13 +289,15 @@ def decode_join_group_request_v2(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -292,24 +315,23 @@ def encode_join_group_request_v2(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -317,31 +339,35 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_member_id_4: str
+    pos += 10
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -354,13 +380,15 @@ def decode_join_group_request_v3(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -378,24 +406,23 @@ def encode_join_group_request_v3(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -403,31 +430,35 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_member_id_4: str
+    pos += 10
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -440,13 +471,15 @@ def decode_join_group_request_v4(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -464,24 +497,23 @@ def encode_join_group_request_v4(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.protocol_type
     b_6 = x_5.encode()
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.protocols
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.name
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -489,39 +521,45 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S3.unpack_from(data, pos)
+    v_member_id_4: str
+    pos += 10
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Protocols is null')
@@ -534,13 +572,15 @@ def decode_join_group_request_v5(data: bytes, pos: int) -> tuple[JoinGroupReques
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -556,10 +596,9 @@ def encode_join_group_request_v5(m: JoinGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.session_timeout_ms, m.rebalance_timeout_ms, len(b_4))
     out += b_4
     x_5 = m.group_instance_id
     if x_5 is None:
@@ -573,14 +612,14 @@ def encode_join_group_request_v5(m: JoinGroupRequest, out: bytearray) -> None:
     out += _S0.pack(len(b_8))
     out += b_8
     x_9 = m.protocols
-    out += _S1.pack(len(x_9))
+    out += _S2.pack(len(x_9))
     for e_10 in x_9:
         x_11 = e_10.name
         b_12 = x_11.encode()
         out += _S0.pack(len(b_12))
         out += b_12
         x_13 = e_10.metadata
-        out += _S1.pack(len(x_13))
+        out += _S2.pack(len(x_13))
         out += x_13
 
 
@@ -592,25 +631,28 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
+    v_member_id_4: str
+    if n0 < 128:
+        pos += 9
+    else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -618,11 +660,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -630,11 +674,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -657,11 +703,13 @@ def decode_join_group_request_v6(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -705,15 +753,18 @@ def encode_join_group_request_v6(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -767,25 +818,28 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
+    v_member_id_4: str
+    if n0 < 128:
+        pos += 9
+    else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -793,11 +847,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -805,11 +861,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -832,11 +890,13 @@ def decode_join_group_request_v7(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -880,15 +940,18 @@ def encode_join_group_request_v7(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -942,25 +1005,28 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
+    v_member_id_4: str
+    if n0 < 128:
+        pos += 9
+    else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -968,11 +1034,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -980,11 +1048,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -1007,11 +1077,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -1041,11 +1113,13 @@ def decode_join_group_request_v8(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_reason_8 = None
-    else:
+    if n0 > 0:
         v_reason_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_reason_8 = ''
+    else:
+        v_reason_8 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -1067,15 +1141,18 @@ def encode_join_group_request_v8(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1140,25 +1217,28 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_session_timeout_ms_2, v_rebalance_timeout_ms_3 = _S2.unpack_from(data, pos)
-    pos += 8
-    v_member_id_4: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_session_timeout_ms_2, v_rebalance_timeout_ms_3, n0 = _S4.unpack_from(data, pos)
+    v_member_id_4: str
+    if n0 < 128:
+        pos += 9
+    else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1166,11 +1246,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_5 = ''
+    else:
+        v_group_instance_id_5 = None
     v_protocol_type_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -1178,11 +1260,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolType is null')
-    else:
+    if n0 > 0:
         v_protocol_type_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_6 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolType is null')
     v_protocols_7: list[JoinGroupRequestProtocol]
     n0 = data[pos]
     if n0 < 128:
@@ -1205,11 +1289,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_metadata_11: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -1239,11 +1325,13 @@ def decode_join_group_request_v9(data: bytes, pos: int) -> tuple[JoinGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_reason_8 = None
-    else:
+    if n0 > 0:
         v_reason_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_reason_8 = ''
+    else:
+        v_reason_8 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -1265,15 +1353,18 @@ def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S2.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S4.pack(m.session_timeout_ms, m.rebalance_timeout_ms, u_6)
+        else:
+            out += _S5.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1331,34 +1422,38 @@ def encode_join_group_request_v9(m: JoinGroupRequest, out: bytearray) -> None:
 
 
 def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_error_code_2, v_generation_id_3 = _S3.unpack_from(data, pos)
-    pos += 6
+    v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    pos += 8
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1371,13 +1466,15 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1391,12 +1488,11 @@ def decode_join_group_response_v0(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v0(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 0')
-    out += _S3.pack(m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 0')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S6.pack(m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1407,46 +1503,50 @@ def encode_join_group_response_v0(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_error_code_2, v_generation_id_3 = _S3.unpack_from(data, pos)
-    pos += 6
+    v_error_code_2, v_generation_id_3, n0 = _S6.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    pos += 8
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1459,13 +1559,15 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1479,12 +1581,11 @@ def decode_join_group_response_v1(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v1(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 1')
-    out += _S3.pack(m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 1')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S6.pack(m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1495,46 +1596,50 @@ def encode_join_group_response_v1(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    pos += 12
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1547,13 +1652,15 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1567,12 +1674,11 @@ def decode_join_group_response_v2(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v2(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 2')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 2')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1583,46 +1689,50 @@ def encode_join_group_response_v2(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    pos += 12
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1635,13 +1745,15 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1655,12 +1767,11 @@ def decode_join_group_response_v3(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v3(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 3')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 3')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1671,46 +1782,50 @@ def encode_join_group_response_v3(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    pos += 12
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1723,13 +1838,15 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1743,12 +1860,11 @@ def decode_join_group_response_v4(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v4(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 4')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 4')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1759,46 +1875,50 @@ def encode_join_group_response_v4(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.metadata
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
 def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S7.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    pos += 12
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
@@ -1811,21 +1931,25 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
             v_member_id_11: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Metadata is null')
@@ -1839,12 +1963,11 @@ def decode_join_group_response_v5(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 5')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     x_1 = m.protocol_name
     if x_1 is None:
         raise ValueError('ProtocolName cannot be null in version 5')
     b_2 = x_1.encode()
-    out += _S0.pack(len(b_2))
+    out += _S7.pack(m.throttle_time_ms, m.error_code, m.generation_id, len(b_2))
     out += b_2
     x_3 = m.leader
     b_4 = x_3.encode()
@@ -1855,7 +1978,7 @@ def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
     out += _S0.pack(len(b_6))
     out += b_6
     x_7 = m.members
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
@@ -1869,25 +1992,26 @@ def encode_join_group_response_v5(m: JoinGroupResponse, out: bytearray) -> None:
             out += _S0.pack(len(b_12))
             out += b_12
         x_13 = e_8.metadata
-        out += _S1.pack(len(x_13))
+        out += _S2.pack(len(x_13))
         out += x_13
 
 
 def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_name_5: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field ProtocolName is null')
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        raise DecodeError('non-nullable field ProtocolName is null')
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -1895,11 +2019,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
@@ -1907,11 +2033,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -1934,11 +2062,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -1946,11 +2076,13 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -1988,17 +2120,20 @@ def decode_join_group_response_v6(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 6')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x_1 = m.protocol_name
-    if x_1 is None:
-        raise ValueError('ProtocolName cannot be null in version 6')
-    b_2 = x_1.encode()
-    u_3 = len(b_2) + 1
-    if u_3 < 128:
-        out.append(u_3)
+    if m.protocol_name == '':
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        write_uvarint(out, u_3)
-    out += b_2
+        x_1 = m.protocol_name
+        if x_1 is None:
+            raise ValueError('ProtocolName cannot be null in version 6')
+        b_2 = x_1.encode()
+        u_3 = len(b_2) + 1
+        if u_3 < 128:
+            out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+        else:
+            out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+            write_uvarint(out, u_3)
+        out += b_2
     x_4 = m.leader
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -2053,20 +2188,21 @@ def encode_join_group_response_v6(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_type_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_4 = None
-    else:
+    if n0 > 0:
         v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_4 = ''
+    else:
+        v_protocol_type_4 = None
     v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -2074,11 +2210,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_5 = None
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        v_protocol_name_5 = None
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -2086,11 +2224,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
@@ -2098,11 +2238,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -2125,11 +2267,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -2137,11 +2281,13 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -2179,18 +2325,21 @@ def decode_join_group_response_v7(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 7')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out.append(0)
+    if m.protocol_type == '':
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+            else:
+                out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)
@@ -2256,20 +2405,21 @@ def encode_join_group_response_v7(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_type_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_4 = None
-    else:
+    if n0 > 0:
         v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_4 = ''
+    else:
+        v_protocol_type_4 = None
     v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -2277,11 +2427,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_5 = None
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        v_protocol_name_5 = None
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -2289,11 +2441,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_leader_6 = ''
+    else:
+        raise DecodeError('non-nullable field Leader is null')
     v_member_id_8: str
     n0 = data[pos]
     if n0 < 128:
@@ -2301,11 +2455,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -2328,11 +2484,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -2340,11 +2498,13 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -2382,18 +2542,21 @@ def decode_join_group_response_v8(data: bytes, pos: int) -> tuple[JoinGroupRespo
 def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
     if m.skip_assignment:
         raise ValueError('attempted to write a non-default SkipAssignment at version 8')
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out.append(0)
+    if m.protocol_type == '':
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+            else:
+                out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)
@@ -2459,20 +2622,21 @@ def encode_join_group_response_v8(m: JoinGroupResponse, out: bytearray) -> None:
 
 
 def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3 = _S4.unpack_from(data, pos)
-    pos += 10
+    v_throttle_time_ms_1, v_error_code_2, v_generation_id_3, n0 = _S8.unpack_from(data, pos)
     v_protocol_type_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 11
     else:
+        pos += 10
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_4 = None
-    else:
+    if n0 > 0:
         v_protocol_type_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_4 = ''
+    else:
+        v_protocol_type_4 = None
     v_protocol_name_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -2480,11 +2644,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_5 = None
-    else:
+    if n0 > 0:
         v_protocol_name_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_5 = ''
+    else:
+        v_protocol_name_5 = None
     v_leader_6: str
     n0 = data[pos]
     if n0 < 128:
@@ -2492,25 +2658,28 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field Leader is null')
-    else:
+    if n0 > 0:
         v_leader_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_skip_assignment_7, = _S5.unpack_from(data, pos)
-    pos += 1
-    v_member_id_8: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_leader_6 = ''
     else:
+        raise DecodeError('non-nullable field Leader is null')
+    v_skip_assignment_7, n0 = _S11.unpack_from(data, pos)
+    v_member_id_8: str
+    if n0 < 128:
+        pos += 2
+    else:
+        pos += 1
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_8 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_8 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_members_9: list[JoinGroupResponseMember]
     n0 = data[pos]
     if n0 < 128:
@@ -2533,11 +2702,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_11 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_11 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_12: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -2545,11 +2716,13 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_12 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_12 = ''
+            else:
+                v_group_instance_id_12 = None
             v_metadata_13: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -2585,18 +2758,21 @@ def decode_join_group_response_v9(data: bytes, pos: int) -> tuple[JoinGroupRespo
 
 
 def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code, m.generation_id)
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out.append(0)
+    if m.protocol_type == '':
+        out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code, m.generation_id)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, m.generation_id, u_3)
+            else:
+                out += _S9.pack(m.throttle_time_ms, m.error_code, m.generation_id)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)
@@ -2616,15 +2792,18 @@ def encode_join_group_response_v9(m: JoinGroupResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_9)
     out += b_8
-    out += _S5.pack(m.skip_assignment)
-    x_10 = m.member_id
-    b_11 = x_10.encode()
-    u_12 = len(b_11) + 1
-    if u_12 < 128:
-        out.append(u_12)
+    if m.member_id == '':
+        out += _S11.pack(m.skip_assignment, 1)
     else:
-        write_uvarint(out, u_12)
-    out += b_11
+        x_10 = m.member_id
+        b_11 = x_10.encode()
+        u_12 = len(b_11) + 1
+        if u_12 < 128:
+            out += _S11.pack(m.skip_assignment, u_12)
+        else:
+            out += _S12.pack(m.skip_assignment)
+            write_uvarint(out, u_12)
+        out += b_11
     x_13 = m.members
     u_14 = len(x_13) + 1
     if u_14 < 128:

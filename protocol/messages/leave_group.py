@@ -12,6 +12,10 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
+_S3 = Struct('>ihi')
+_S4 = Struct('>ihB')
+_S5 = Struct('>hB')
+_S6 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -46,19 +50,23 @@ def decode_leave_group_request_v0(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
@@ -79,19 +87,23 @@ def decode_leave_group_request_v1(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
@@ -112,19 +124,23 @@ def decode_leave_group_request_v2(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     return LeaveGroupRequest(v_group_id_1, v_member_id_2, []), pos
 
 
@@ -145,11 +161,13 @@ def decode_leave_group_request_v3(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_members_3: list[MemberIdentity]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -164,19 +182,23 @@ def decode_leave_group_request_v3(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             v_member_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             append_4(MemberIdentity(v_member_id_5, v_group_instance_id_6, None))
     return LeaveGroupRequest(v_group_id_1, '', v_members_3), pos
 
@@ -212,11 +234,13 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_members_3: list[MemberIdentity]
     n0 = data[pos]
     if n0 < 128:
@@ -239,11 +263,13 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -251,11 +277,13 @@ def decode_leave_group_request_v4(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -327,11 +355,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_members_3: list[MemberIdentity]
     n0 = data[pos]
     if n0 < 128:
@@ -354,11 +384,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -366,11 +398,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             v_reason_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -378,11 +412,13 @@ def decode_leave_group_request_v5(data: bytes, pos: int) -> tuple[LeaveGroupRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_reason_7 = None
-            else:
+            if n1 > 0:
                 v_reason_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_reason_7 = ''
+            else:
+                v_reason_7 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -494,11 +530,9 @@ def encode_leave_group_response_v2(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v3(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Members is null')
     elif n0 > len(data) - pos:
@@ -510,19 +544,23 @@ def decode_leave_group_response_v3(data: bytes, pos: int) -> tuple[LeaveGroupRes
             v_member_id_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
+            else:
+                v_group_instance_id_6 = None
             v_error_code_7, = _S0.unpack_from(data, pos)
             pos += 2
             append_4(MemberResponse(v_member_id_5, v_group_instance_id_6, v_error_code_7))
@@ -549,13 +587,12 @@ def encode_leave_group_response_v3(m: LeaveGroupResponse, out: bytearray) -> Non
 
 
 def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -573,11 +610,13 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -585,16 +624,18 @@ def decode_leave_group_response_v4(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_7, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
             else:
+                v_group_instance_id_6 = None
+            v_error_code_7, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -642,19 +683,17 @@ def encode_leave_group_response_v4(m: LeaveGroupResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_9)
             out += b_8
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S6.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_members_3: list[MemberResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -672,11 +711,13 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_group_instance_id_6: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -684,16 +725,18 @@ def decode_leave_group_response_v5(data: bytes, pos: int) -> tuple[LeaveGroupRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_group_instance_id_6 = None
-            else:
+            if n1 > 0:
                 v_group_instance_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_error_code_7, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_group_instance_id_6 = ''
             else:
+                v_group_instance_id_6 = None
+            v_error_code_7, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -741,6 +784,5 @@ def encode_leave_group_response_v5(m: LeaveGroupResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_9)
             out += b_8
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S6.pack(e_3.error_code)
     out.append(0)

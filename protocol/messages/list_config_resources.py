@@ -9,8 +9,10 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>ih')
-_S1 = Struct('>b')
+_S0 = Struct('>ihB')
+_S1 = Struct('>ih')
+_S2 = Struct('>bB')
+_S3 = Struct('>bx')
 
 
 @dataclass(slots=True)
@@ -89,13 +91,12 @@ def encode_list_config_resources_request_v1(m: ListConfigResourcesRequest, out: 
 
 
 def decode_list_config_resources_response_v0(data: bytes, pos: int) -> tuple[ListConfigResourcesResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S0.unpack_from(data, pos)
     v_config_resources_3: list[ConfigResource]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -113,11 +114,13 @@ def decode_list_config_resources_response_v0(data: bytes, pos: int) -> tuple[Lis
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_resource_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field ResourceName is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -141,7 +144,7 @@ def decode_list_config_resources_response_v0(data: bytes, pos: int) -> tuple[Lis
 
 
 def encode_list_config_resources_response_v0(m: ListConfigResourcesResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.config_resources
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -162,13 +165,12 @@ def encode_list_config_resources_response_v0(m: ListConfigResourcesResponse, out
 
 
 def decode_list_config_resources_response_v1(data: bytes, pos: int) -> tuple[ListConfigResourcesResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S0.unpack_from(data, pos)
     v_config_resources_3: list[ConfigResource]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -186,16 +188,18 @@ def decode_list_config_resources_response_v1(data: bytes, pos: int) -> tuple[Lis
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ResourceName is null')
-            else:
+            if n1 > 0:
                 v_resource_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_resource_type_6, = _S1.unpack_from(data, pos)
-            pos += 1
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_resource_name_5 = ''
             else:
+                raise DecodeError('non-nullable field ResourceName is null')
+            v_resource_type_6, tag_count1 = _S2.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 2
+            else:
+                pos += 1
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -216,7 +220,7 @@ def decode_list_config_resources_response_v1(data: bytes, pos: int) -> tuple[Lis
 
 
 def encode_list_config_resources_response_v1(m: ListConfigResourcesResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms, m.error_code)
+    out += _S1.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.config_resources
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -232,6 +236,5 @@ def encode_list_config_resources_response_v1(m: ListConfigResourcesResponse, out
         else:
             write_uvarint(out, u_6)
         out += b_5
-        out += _S1.pack(e_3.resource_type)
-        out.append(0)
+        out += _S3.pack(e_3.resource_type)
     out.append(0)

@@ -9,9 +9,12 @@ from struct import Struct
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>h')
-_S1 = Struct('>i')
-_S2 = Struct('>ih')
+_S0 = Struct('>hi')
+_S1 = Struct('>h')
+_S2 = Struct('>i')
+_S3 = Struct('>ihi')
+_S4 = Struct('>ih')
+_S5 = Struct('>ihB')
 
 
 @dataclass(slots=True)
@@ -112,11 +115,13 @@ def decode_list_groups_request_v4(data: bytes, pos: int) -> tuple[ListGroupsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatesFilter[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field StatesFilter[] is null')
             append_3(e_4)
     if data[pos] == 0:
         pos += 1
@@ -174,11 +179,13 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatesFilter[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field StatesFilter[] is null')
             append_3(e_4)
     v_types_filter_2: list[str]
     n0 = data[pos]
@@ -202,11 +209,13 @@ def decode_list_groups_request_v5(data: bytes, pos: int) -> tuple[ListGroupsRequ
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TypesFilter[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field TypesFilter[] is null')
             append_5(e_6)
     if data[pos] == 0:
         pos += 1
@@ -255,11 +264,9 @@ def encode_list_groups_request_v5(m: ListGroupsRequest, out: bytearray) -> None:
 
 
 def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_error_code_2, = _S0.unpack_from(data, pos)
-    pos += 2
+    v_error_code_2, n0 = _S0.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -269,46 +276,48 @@ def decode_list_groups_response_v0(data: bytes, pos: int) -> tuple[ListGroupsRes
         append_4 = v_groups_3.append
         for _ in range(n0):
             v_group_id_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_protocol_type_6: str
-            n1, = _S0.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
+            elif n1 == 0:
+                v_group_id_5 = ''
             else:
+                raise DecodeError('non-nullable field GroupId is null')
+            v_protocol_type_6: str
+            n1, = _S1.unpack_from(data, pos)
+            pos += 2
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
     return ListGroupsResponse(0, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v0(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
+    out += _S1.pack(m.error_code)
     x_1 = m.groups
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.protocol_type
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
 
 
 def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -318,46 +327,48 @@ def decode_list_groups_response_v1(data: bytes, pos: int) -> tuple[ListGroupsRes
         append_4 = v_groups_3.append
         for _ in range(n0):
             v_group_id_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_protocol_type_6: str
-            n1, = _S0.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
+            elif n1 == 0:
+                v_group_id_5 = ''
             else:
+                raise DecodeError('non-nullable field GroupId is null')
+            v_protocol_type_6: str
+            n1, = _S1.unpack_from(data, pos)
+            pos += 2
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
     return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v1(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.protocol_type
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
 
 
 def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Groups is null')
     elif n0 > len(data) - pos:
@@ -367,48 +378,51 @@ def decode_list_groups_response_v2(data: bytes, pos: int) -> tuple[ListGroupsRes
         append_4 = v_groups_3.append
         for _ in range(n0):
             v_group_id_5: str
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_protocol_type_6: str
-            n1, = _S0.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
+            elif n1 == 0:
+                v_group_id_5 = ''
             else:
+                raise DecodeError('non-nullable field GroupId is null')
+            v_protocol_type_6: str
+            n1, = _S1.unpack_from(data, pos)
+            pos += 2
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             append_4(ListedGroup(v_group_id_5, v_protocol_type_6, '', ''))
     return ListGroupsResponse(v_throttle_time_ms_1, v_error_code_2, v_groups_3), pos
 
 
 def encode_list_groups_response_v2(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.group_id
         b_4 = x_3.encode()
-        out += _S0.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.protocol_type
         b_6 = x_5.encode()
-        out += _S0.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
 
 
 def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -426,11 +440,13 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -438,11 +454,13 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -466,7 +484,7 @@ def decode_list_groups_response_v3(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v3(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -495,13 +513,12 @@ def encode_list_groups_response_v3(m: ListGroupsResponse, out: bytearray) -> Non
 
 
 def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -519,11 +536,13 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -531,11 +550,13 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -543,11 +564,13 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -571,7 +594,7 @@ def decode_list_groups_response_v4(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v4(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -608,13 +631,12 @@ def encode_list_groups_response_v4(m: ListGroupsResponse, out: bytearray) -> Non
 
 
 def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_groups_3: list[ListedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -632,11 +654,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_protocol_type_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -644,11 +668,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field ProtocolType is null')
-            else:
+            if n1 > 0:
                 v_protocol_type_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_protocol_type_6 = ''
+            else:
+                raise DecodeError('non-nullable field ProtocolType is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -656,11 +682,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
             v_group_type_8: str
             n1 = data[pos]
             if n1 < 128:
@@ -668,11 +696,13 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupType is null')
-            else:
+            if n1 > 0:
                 v_group_type_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_type_8 = ''
+            else:
+                raise DecodeError('non-nullable field GroupType is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -696,7 +726,7 @@ def decode_list_groups_response_v5(data: bytes, pos: int) -> tuple[ListGroupsRes
 
 
 def encode_list_groups_response_v5(m: ListGroupsResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
+    out += _S4.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:

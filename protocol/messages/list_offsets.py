@@ -9,15 +9,25 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>i')
+_S0 = Struct('>ii')
 _S1 = Struct('>h')
-_S2 = Struct('>iqi')
-_S3 = Struct('>iq')
-_S4 = Struct('>ib')
-_S5 = Struct('>iiq')
-_S6 = Struct('>ih')
-_S7 = Struct('>ihqq')
-_S8 = Struct('>ihqqi')
+_S2 = Struct('>i')
+_S3 = Struct('>iqi')
+_S4 = Struct('>iq')
+_S5 = Struct('>ibi')
+_S6 = Struct('>ib')
+_S7 = Struct('>iiq')
+_S8 = Struct('>ibB')
+_S9 = Struct('>iiqB')
+_S10 = Struct('>iiqx')
+_S11 = Struct('>iB')
+_S12 = Struct('>ix')
+_S13 = Struct('>ihi')
+_S14 = Struct('>ih')
+_S15 = Struct('>ihqq')
+_S16 = Struct('>ihqqi')
+_S17 = Struct('>ihqqiB')
+_S18 = Struct('>ihqqix')
 
 
 @dataclass(slots=True)
@@ -65,11 +75,9 @@ class ListOffsetsResponse:
 
 
 def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_replica_id_1, n0 = _S0.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -81,13 +89,15 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -97,7 +107,7 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11, v_max_num_offsets_12 = _S2.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11, v_max_num_offsets_12 = _S3.unpack_from(data, pos)
                     pos += 16
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, v_max_num_offsets_12))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -107,26 +117,24 @@ def decode_list_offsets_request_v0(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v0(m: ListOffsetsRequest, out: bytearray) -> None:
     if m.isolation_level != 0:
         raise ValueError('attempted to write a non-default IsolationLevel at version 0')
-    out += _S0.pack(m.replica_id)
+    out += _S2.pack(m.replica_id)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S2.pack(e_6.partition_index, e_6.timestamp, e_6.max_num_offsets)
+            out += _S3.pack(e_6.partition_index, e_6.timestamp, e_6.max_num_offsets)
 
 
 def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_replica_id_1, n0 = _S0.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -138,13 +146,15 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -154,7 +164,7 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S4.unpack_from(data, pos)
                     pos += 12
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -164,28 +174,26 @@ def decode_list_offsets_request_v1(data: bytes, pos: int) -> tuple[ListOffsetsRe
 def encode_list_offsets_request_v1(m: ListOffsetsRequest, out: bytearray) -> None:
     if m.isolation_level != 0:
         raise ValueError('attempted to write a non-default IsolationLevel at version 1')
-    out += _S0.pack(m.replica_id)
+    out += _S2.pack(m.replica_id)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 1')
-            out += _S3.pack(e_6.partition_index, e_6.timestamp)
+            out += _S4.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -197,13 +205,15 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -213,7 +223,7 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S4.unpack_from(data, pos)
                     pos += 12
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -221,28 +231,26 @@ def decode_list_offsets_request_v2(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v2(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 2')
-            out += _S3.pack(e_6.partition_index, e_6.timestamp)
+            out += _S4.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -254,13 +262,15 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -270,7 +280,7 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_timestamp_11 = _S3.unpack_from(data, pos)
+                    v_partition_index_9, v_timestamp_11 = _S4.unpack_from(data, pos)
                     pos += 12
                     append_8(ListOffsetsPartition(v_partition_index_9, -1, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -278,28 +288,26 @@ def decode_list_offsets_request_v3(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v3(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 3')
-            out += _S3.pack(e_6.partition_index, e_6.timestamp)
+            out += _S4.pack(e_6.partition_index, e_6.timestamp)
 
 
 def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -311,13 +319,15 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -327,7 +337,7 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S7.unpack_from(data, pos)
                     pos += 16
                     append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -335,28 +345,26 @@ def decode_list_offsets_request_v4(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v4(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 4')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S7.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
 
 
 def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S5.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 9
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -368,13 +376,15 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
             v_name_6: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -384,7 +394,7 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S7.unpack_from(data, pos)
                     pos += 16
                     append_8(ListOffsetsPartition(v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, 1))
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
@@ -392,30 +402,29 @@ def decode_list_offsets_request_v5(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v5(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 5')
-            out += _S5.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
+            out += _S7.pack(e_6.partition_index, e_6.current_leader_epoch, e_6.timestamp)
 
 
 def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -433,11 +442,13 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -453,11 +464,11 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -488,7 +499,7 @@ def decode_list_offsets_request_v6(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v6(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -513,20 +524,18 @@ def encode_list_offsets_request_v6(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 6')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -544,11 +553,13 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -564,11 +575,11 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -599,7 +610,7 @@ def decode_list_offsets_request_v7(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v7(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -624,20 +635,18 @@ def encode_list_offsets_request_v7(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 7')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -655,11 +664,13 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -675,11 +686,11 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -710,7 +721,7 @@ def decode_list_offsets_request_v8(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -735,20 +746,18 @@ def encode_list_offsets_request_v8(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 8')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -766,11 +775,13 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -786,11 +797,11 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -821,7 +832,7 @@ def decode_list_offsets_request_v9(data: bytes, pos: int) -> tuple[ListOffsetsRe
 
 
 def encode_list_offsets_request_v9(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -846,20 +857,18 @@ def encode_list_offsets_request_v9(m: ListOffsetsRequest, out: bytearray) -> Non
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 9')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -877,11 +886,13 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -897,11 +908,11 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -919,11 +930,11 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
                     end1 = pos + size1
                     pos = end1
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
-    v_timeout_ms_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_4, tag_count0 = _S11.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -934,7 +945,7 @@ def decode_list_offsets_request_v10(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_request_v10(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -959,21 +970,18 @@ def encode_list_offsets_request_v10(m: ListOffsetsRequest, out: bytearray) -> No
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 10')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+    out += _S12.pack(m.timeout_ms)
 
 
 def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    v_replica_id_1, v_isolation_level_2 = _S4.unpack_from(data, pos)
-    pos += 5
+    v_replica_id_1, v_isolation_level_2, n0 = _S8.unpack_from(data, pos)
     v_topics_3: list[ListOffsetsTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -991,11 +999,13 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[ListOffsetsPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1011,11 +1021,11 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11 = _S5.unpack_from(data, pos)
-                    pos += 16
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_9, v_current_leader_epoch_10, v_timestamp_11, tag_count2 = _S9.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 17
                     else:
+                        pos += 16
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1033,11 +1043,11 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
                     end1 = pos + size1
                     pos = end1
             append_5(ListOffsetsTopic(v_name_6, v_partitions_7))
-    v_timeout_ms_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_timeout_ms_4, tag_count0 = _S11.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1048,7 +1058,7 @@ def decode_list_offsets_request_v11(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_request_v11(m: ListOffsetsRequest, out: bytearray) -> None:
-    out += _S4.pack(m.replica_id, m.isolation_level)
+    out += _S6.pack(m.replica_id, m.isolation_level)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1073,16 +1083,14 @@ def encode_list_offsets_request_v11(m: ListOffsetsRequest, out: bytearray) -> No
         for e_9 in x_7:
             if e_9.max_num_offsets != 1:
                 raise ValueError('attempted to write a non-default MaxNumOffsets at version 11')
-            out += _S5.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
-            out.append(0)
+            out += _S10.pack(e_9.partition_index, e_9.current_leader_epoch, e_9.timestamp)
         out.append(0)
-    out += _S0.pack(m.timeout_ms)
-    out.append(0)
+    out += _S12.pack(m.timeout_ms)
 
 
 def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
@@ -1095,13 +1103,15 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1111,11 +1121,9 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8 = _S6.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_7, v_error_code_8, n2 = _S13.unpack_from(data, pos)
                     v_old_style_offsets_9: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 10
                     if n2 < 0:
                         raise DecodeError('non-nullable field OldStyleOffsets is null')
                     elif n2 > len(data) - pos:
@@ -1130,14 +1138,14 @@ def decode_list_offsets_response_v0(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 def encode_list_offsets_response_v0(m: ListOffsetsResponse, out: bytearray) -> None:
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.timestamp != -1:
                 raise ValueError('attempted to write a non-default Timestamp at version 0')
@@ -1145,15 +1153,15 @@ def encode_list_offsets_response_v0(m: ListOffsetsResponse, out: bytearray) -> N
                 raise ValueError('attempted to write a non-default Offset at version 0')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 0')
-            out += _S6.pack(e_6.partition_index, e_6.error_code)
+            out += _S14.pack(e_6.partition_index, e_6.error_code)
             x_7 = e_6.old_style_offsets
-            out += _S0.pack(len(x_7))
+            out += _S2.pack(len(x_7))
             out += pack('>%dq' % len(x_7), *x_7)
 
 
 def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
@@ -1166,13 +1174,15 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1182,7 +1192,7 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S15.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1191,28 +1201,26 @@ def decode_list_offsets_response_v1(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 def encode_list_offsets_response_v1(m: ListOffsetsResponse, out: bytearray) -> None:
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 1')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 1')
-            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1224,13 +1232,15 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1240,7 +1250,7 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S15.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1248,30 +1258,28 @@ def decode_list_offsets_response_v2(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v2(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 2')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 2')
-            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1283,13 +1291,15 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1299,7 +1309,7 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S7.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11 = _S15.unpack_from(data, pos)
                     pos += 22
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, -1))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1307,30 +1317,28 @@ def decode_list_offsets_response_v3(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v3(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 3')
             if e_6.leader_epoch != -1:
                 raise ValueError('attempted to write a non-default LeaderEpoch at version 3')
-            out += _S7.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
+            out += _S15.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset)
 
 
 def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1342,13 +1350,15 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1358,7 +1368,7 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S16.unpack_from(data, pos)
                     pos += 26
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1366,28 +1376,26 @@ def decode_list_offsets_response_v4(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v4(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 4')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S16.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S0.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1399,13 +1407,15 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
             v_name_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
-            n1, = _S0.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
@@ -1415,7 +1425,7 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S16.unpack_from(data, pos)
                     pos += 26
                     append_6(ListOffsetsPartitionResponse(v_partition_index_7, v_error_code_8, [], v_timestamp_10, v_offset_11, v_leader_epoch_12))
             append_3(ListOffsetsTopicResponse(v_name_4, v_partitions_5))
@@ -1423,30 +1433,29 @@ def decode_list_offsets_response_v5(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v5(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
-    out += _S0.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
         out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partitions
-        out += _S0.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if e_6.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 5')
-            out += _S8.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
+            out += _S16.pack(e_6.partition_index, e_6.error_code, e_6.timestamp, e_6.offset, e_6.leader_epoch)
 
 
 def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1464,11 +1473,13 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1484,11 +1495,11 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1519,7 +1530,7 @@ def decode_list_offsets_response_v6(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v6(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1544,20 +1555,18 @@ def encode_list_offsets_response_v6(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 6')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1575,11 +1584,13 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1595,11 +1606,11 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1630,7 +1641,7 @@ def decode_list_offsets_response_v7(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v7(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1655,20 +1666,18 @@ def encode_list_offsets_response_v7(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 7')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1686,11 +1695,13 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1706,11 +1717,11 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1741,7 +1752,7 @@ def decode_list_offsets_response_v8(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1766,20 +1777,18 @@ def encode_list_offsets_response_v8(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 8')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1797,11 +1806,13 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1817,11 +1828,11 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1852,7 +1863,7 @@ def decode_list_offsets_response_v9(data: bytes, pos: int) -> tuple[ListOffsetsR
 
 
 def encode_list_offsets_response_v9(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1877,20 +1888,18 @@ def encode_list_offsets_response_v9(m: ListOffsetsResponse, out: bytearray) -> N
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 9')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1908,11 +1917,13 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -1928,11 +1939,11 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1963,7 +1974,7 @@ def decode_list_offsets_response_v10(data: bytes, pos: int) -> tuple[ListOffsets
 
 
 def encode_list_offsets_response_v10(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1988,20 +1999,18 @@ def encode_list_offsets_response_v10(m: ListOffsetsResponse, out: bytearray) -> 
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 10')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S11.unpack_from(data, pos)
     v_topics_2: list[ListOffsetsTopicResponse]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2019,11 +2028,13 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[ListOffsetsPartitionResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2039,11 +2050,11 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12 = _S8.unpack_from(data, pos)
-                    pos += 26
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_7, v_error_code_8, v_timestamp_10, v_offset_11, v_leader_epoch_12, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 27
                     else:
+                        pos += 26
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2074,7 +2085,7 @@ def decode_list_offsets_response_v11(data: bytes, pos: int) -> tuple[ListOffsets
 
 
 def encode_list_offsets_response_v11(m: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S0.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     x_1 = m.topics
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -2099,7 +2110,6 @@ def encode_list_offsets_response_v11(m: ListOffsetsResponse, out: bytearray) -> 
         for e_9 in x_7:
             if e_9.old_style_offsets:
                 raise ValueError('attempted to write a non-default OldStyleOffsets at version 11')
-            out += _S8.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code, e_9.timestamp, e_9.offset, e_9.leader_epoch)
         out.append(0)
     out.append(0)

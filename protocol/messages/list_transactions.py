@@ -9,8 +9,12 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>q')
-_S1 = Struct('>ih')
+_S0 = Struct('>qB')
+_S1 = Struct('>qx')
+_S2 = Struct('>qBx')
+_S3 = Struct('>q')
+_S4 = Struct('>ihB')
+_S5 = Struct('>ih')
 
 
 @dataclass(slots=True)
@@ -59,11 +63,13 @@ def decode_list_transactions_request_v0(data: bytes, pos: int) -> tuple[ListTran
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field StateFilters[] is null')
             append_5(e_6)
     v_producer_id_filters_2: list[int]
     n0 = data[pos]
@@ -144,11 +150,13 @@ def decode_list_transactions_request_v1(data: bytes, pos: int) -> tuple[ListTran
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field StateFilters[] is null')
             append_5(e_6)
     v_producer_id_filters_2: list[int]
     n0 = data[pos]
@@ -164,11 +172,11 @@ def decode_list_transactions_request_v1(data: bytes, pos: int) -> tuple[ListTran
     else:
         v_producer_id_filters_2 = list(unpack_from('>%dq' % n0, data, pos))
         pos += n0 * 8
-    v_duration_filter_3, = _S0.unpack_from(data, pos)
-    pos += 8
-    if data[pos] == 0:
-        pos += 1
+    v_duration_filter_3, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 9
     else:
+        pos += 8
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -203,8 +211,7 @@ def encode_list_transactions_request_v1(m: ListTransactionsRequest, out: bytearr
     else:
         write_uvarint(out, u_8)
     out += pack('>%dq' % len(x_7), *x_7)
-    out += _S0.pack(m.duration_filter)
-    out.append(0)
+    out += _S1.pack(m.duration_filter)
 
 
 def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTransactionsRequest, int]:
@@ -230,11 +237,13 @@ def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTran
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field StateFilters[] is null')
             append_5(e_6)
     v_producer_id_filters_2: list[int]
     n0 = data[pos]
@@ -250,20 +259,21 @@ def decode_list_transactions_request_v2(data: bytes, pos: int) -> tuple[ListTran
     else:
         v_producer_id_filters_2 = list(unpack_from('>%dq' % n0, data, pos))
         pos += n0 * 8
-    v_duration_filter_3, = _S0.unpack_from(data, pos)
-    pos += 8
+    v_duration_filter_3, n0 = _S0.unpack_from(data, pos)
     v_transactional_id_pattern_4: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 9
     else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_pattern_4 = None
-    else:
+    if n0 > 0:
         v_transactional_id_pattern_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_pattern_4 = ''
+    else:
+        v_transactional_id_pattern_4 = None
     if data[pos] == 0:
         pos += 1
     else:
@@ -299,29 +309,31 @@ def encode_list_transactions_request_v2(m: ListTransactionsRequest, out: bytearr
     else:
         write_uvarint(out, u_8)
     out += pack('>%dq' % len(x_7), *x_7)
-    out += _S0.pack(m.duration_filter)
-    x_9 = m.transactional_id_pattern
-    if x_9 is None:
-        out.append(0)
+    if m.transactional_id_pattern == '':
+        out += _S2.pack(m.duration_filter, 1)
     else:
-        b_10 = x_9.encode()
-        u_11 = len(b_10) + 1
-        if u_11 < 128:
-            out.append(u_11)
+        x_9 = m.transactional_id_pattern
+        if x_9 is None:
+            out += _S1.pack(m.duration_filter)
         else:
-            write_uvarint(out, u_11)
-        out += b_10
-    out.append(0)
+            b_10 = x_9.encode()
+            u_11 = len(b_10) + 1
+            if u_11 < 128:
+                out += _S0.pack(m.duration_filter, u_11)
+            else:
+                out += _S3.pack(m.duration_filter)
+                write_uvarint(out, u_11)
+            out += b_10
+        out.append(0)
 
 
 def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -339,11 +351,13 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
             append_5(e_6)
     v_transaction_states_4: list[TransactionState]
     n0 = data[pos]
@@ -367,25 +381,28 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_9, = _S0.unpack_from(data, pos)
-            pos += 8
-            v_transaction_state_10: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_transactional_id_8 = ''
             else:
+                raise DecodeError('non-nullable field TransactionalId is null')
+            v_producer_id_9, n1 = _S0.unpack_from(data, pos)
+            v_transaction_state_10: str
+            if n1 < 128:
+                pos += 9
+            else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transaction_state_10 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionState is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -409,7 +426,7 @@ def decode_list_transactions_response_v0(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -440,27 +457,29 @@ def encode_list_transactions_response_v0(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S0.pack(e_9.producer_id)
-        x_13 = e_9.transaction_state
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out.append(u_15)
+        if e_9.transaction_state == '':
+            out += _S2.pack(e_9.producer_id, 1)
         else:
-            write_uvarint(out, u_15)
-        out += b_14
-        out.append(0)
+            x_13 = e_9.transaction_state
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S0.pack(e_9.producer_id, u_15)
+            else:
+                out += _S3.pack(e_9.producer_id)
+                write_uvarint(out, u_15)
+            out += b_14
+            out.append(0)
     out.append(0)
 
 
 def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -478,11 +497,13 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
             append_5(e_6)
     v_transaction_states_4: list[TransactionState]
     n0 = data[pos]
@@ -506,25 +527,28 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_9, = _S0.unpack_from(data, pos)
-            pos += 8
-            v_transaction_state_10: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_transactional_id_8 = ''
             else:
+                raise DecodeError('non-nullable field TransactionalId is null')
+            v_producer_id_9, n1 = _S0.unpack_from(data, pos)
+            v_transaction_state_10: str
+            if n1 < 128:
+                pos += 9
+            else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transaction_state_10 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionState is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -548,7 +572,7 @@ def decode_list_transactions_response_v1(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -579,27 +603,29 @@ def encode_list_transactions_response_v1(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S0.pack(e_9.producer_id)
-        x_13 = e_9.transaction_state
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out.append(u_15)
+        if e_9.transaction_state == '':
+            out += _S2.pack(e_9.producer_id, 1)
         else:
-            write_uvarint(out, u_15)
-        out += b_14
-        out.append(0)
+            x_13 = e_9.transaction_state
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S0.pack(e_9.producer_id, u_15)
+            else:
+                out += _S3.pack(e_9.producer_id)
+                write_uvarint(out, u_15)
+            out += b_14
+            out.append(0)
     out.append(0)
 
 
 def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_unknown_state_filters_3: list[str]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -617,11 +643,13 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
-            else:
+            if n1 > 0:
                 e_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_6 = ''
+            else:
+                raise DecodeError('non-nullable field UnknownStateFilters[] is null')
             append_5(e_6)
     v_transaction_states_4: list[TransactionState]
     n0 = data[pos]
@@ -645,25 +673,28 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionalId is null')
-            else:
+            if n1 > 0:
                 v_transactional_id_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_producer_id_9, = _S0.unpack_from(data, pos)
-            pos += 8
-            v_transaction_state_10: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_transactional_id_8 = ''
             else:
+                raise DecodeError('non-nullable field TransactionalId is null')
+            v_producer_id_9, n1 = _S0.unpack_from(data, pos)
+            v_transaction_state_10: str
+            if n1 < 128:
+                pos += 9
+            else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field TransactionState is null')
-            else:
+            if n1 > 0:
                 v_transaction_state_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_transaction_state_10 = ''
+            else:
+                raise DecodeError('non-nullable field TransactionState is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -687,7 +718,7 @@ def decode_list_transactions_response_v2(data: bytes, pos: int) -> tuple[ListTra
 
 
 def encode_list_transactions_response_v2(m: ListTransactionsResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
+    out += _S5.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.unknown_state_filters
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -718,14 +749,17 @@ def encode_list_transactions_response_v2(m: ListTransactionsResponse, out: bytea
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S0.pack(e_9.producer_id)
-        x_13 = e_9.transaction_state
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out.append(u_15)
+        if e_9.transaction_state == '':
+            out += _S2.pack(e_9.producer_id, 1)
         else:
-            write_uvarint(out, u_15)
-        out += b_14
-        out.append(0)
+            x_13 = e_9.transaction_state
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S0.pack(e_9.producer_id, u_15)
+            else:
+                out += _S3.pack(e_9.producer_id)
+                write_uvarint(out, u_15)
+            out += b_14
+            out.append(0)
     out.append(0)

@@ -14,11 +14,33 @@ _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>?')
 _S3 = Struct('>???')
-_S4 = Struct('>16s')
-_S5 = Struct('>??')
-_S6 = Struct('>hii')
-_S7 = Struct('>hiii')
-_S8 = Struct('>16s?')
+_S4 = Struct('>???B')
+_S5 = Struct('>???x')
+_S6 = Struct('>16sB')
+_S7 = Struct('>16sBB')
+_S8 = Struct('>16sBx')
+_S9 = Struct('>16sx')
+_S10 = Struct('>16s')
+_S11 = Struct('>??B')
+_S12 = Struct('>??x')
+_S13 = Struct('>ih')
+_S14 = Struct('>hh')
+_S15 = Struct('>hiii')
+_S16 = Struct('>hii')
+_S17 = Struct('>ii')
+_S18 = Struct('>?i')
+_S19 = Struct('>hiiii')
+_S20 = Struct('>iB')
+_S21 = Struct('>hB')
+_S22 = Struct('>?B')
+_S23 = Struct('>hiiiB')
+_S24 = Struct('>iBi')
+_S25 = Struct('>hB?')
+_S26 = Struct('>ix')
+_S27 = Struct('>16s?B')
+_S28 = Struct('>hB16s?')
+_S29 = Struct('>16s?')
+_S30 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -90,11 +112,13 @@ def decode_metadata_request_v0(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -134,11 +158,13 @@ def decode_metadata_request_v1(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -179,11 +205,13 @@ def decode_metadata_request_v2(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -224,11 +252,13 @@ def decode_metadata_request_v3(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     return MetadataRequest(v_topics_1, True, False, False), pos
 
@@ -269,11 +299,13 @@ def decode_metadata_request_v4(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -315,11 +347,13 @@ def decode_metadata_request_v5(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -361,11 +395,13 @@ def decode_metadata_request_v6(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -407,11 +443,13 @@ def decode_metadata_request_v7(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, = _S2.unpack_from(data, pos)
     pos += 1
@@ -453,11 +491,13 @@ def decode_metadata_request_v8(data: bytes, pos: int) -> tuple[MetadataRequest, 
             v_name_7: str | None
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
     v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
     pos += 3
@@ -503,11 +543,13 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_7 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -518,11 +560,11 @@ def decode_metadata_request_v9(data: bytes, pos: int) -> tuple[MetadataRequest, 
                     end1 = pos + size1
                     pos = end1
             append_5(MetadataRequestTopic(ZERO_UUID, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
-    pos += 3
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 4
     else:
+        pos += 3
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -554,8 +596,7 @@ def encode_metadata_request_v9(m: MetadataRequest, out: bytearray) -> None:
                 write_uvarint(out, u_6)
             out += b_5
             out.append(0)
-    out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
-    out.append(0)
+    out += _S5.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -574,35 +615,41 @@ def decode_metadata_request_v10(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S4.unpack_from(data, pos)
-            pos += 16
             v_name_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            v_topic_id_6, n1, tag_count1 = _S7.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
+                v_name_7 = ''
+                pos += 18
             else:
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 < 0:
-                v_name_7 = None
-            else:
-                v_name_7 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_topic_id_6, n1 = _S6.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 17
+                else:
+                    pos += 16
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_name_7 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_name_7 = ''
+                else:
+                    v_name_7 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4 = _S3.unpack_from(data, pos)
-    pos += 3
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_cluster_authorized_operations_3, v_include_topic_authorized_operations_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 4
     else:
+        pos += 3
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -623,21 +670,23 @@ def encode_metadata_request_v10(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            out += _S4.pack(e_3.topic_id)
-            x_4 = e_3.name
-            if x_4 is None:
-                out.append(0)
+            if e_3.name == '':
+                out += _S8.pack(e_3.topic_id, 1)
             else:
-                b_5 = x_4.encode()
-                u_6 = len(b_5) + 1
-                if u_6 < 128:
-                    out.append(u_6)
+                x_4 = e_3.name
+                if x_4 is None:
+                    out += _S9.pack(e_3.topic_id)
                 else:
-                    write_uvarint(out, u_6)
-                out += b_5
-            out.append(0)
-    out += _S3.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
-    out.append(0)
+                    b_5 = x_4.encode()
+                    u_6 = len(b_5) + 1
+                    if u_6 < 128:
+                        out += _S6.pack(e_3.topic_id, u_6)
+                    else:
+                        out += _S10.pack(e_3.topic_id)
+                        write_uvarint(out, u_6)
+                    out += b_5
+                out.append(0)
+    out += _S5.pack(m.allow_auto_topic_creation, m.include_cluster_authorized_operations, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -656,35 +705,41 @@ def decode_metadata_request_v11(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S4.unpack_from(data, pos)
-            pos += 16
             v_name_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            v_topic_id_6, n1, tag_count1 = _S7.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
+                v_name_7 = ''
+                pos += 18
             else:
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 < 0:
-                v_name_7 = None
-            else:
-                v_name_7 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_topic_id_6, n1 = _S6.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 17
+                else:
+                    pos += 16
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_name_7 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_name_7 = ''
+                else:
+                    v_name_7 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4 = _S5.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S11.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -707,21 +762,23 @@ def encode_metadata_request_v11(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            out += _S4.pack(e_3.topic_id)
-            x_4 = e_3.name
-            if x_4 is None:
-                out.append(0)
+            if e_3.name == '':
+                out += _S8.pack(e_3.topic_id, 1)
             else:
-                b_5 = x_4.encode()
-                u_6 = len(b_5) + 1
-                if u_6 < 128:
-                    out.append(u_6)
+                x_4 = e_3.name
+                if x_4 is None:
+                    out += _S9.pack(e_3.topic_id)
                 else:
-                    write_uvarint(out, u_6)
-                out += b_5
-            out.append(0)
-    out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
-    out.append(0)
+                    b_5 = x_4.encode()
+                    u_6 = len(b_5) + 1
+                    if u_6 < 128:
+                        out += _S6.pack(e_3.topic_id, u_6)
+                    else:
+                        out += _S10.pack(e_3.topic_id)
+                        write_uvarint(out, u_6)
+                    out += b_5
+                out.append(0)
+    out += _S12.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest, int]:
@@ -740,35 +797,41 @@ def decode_metadata_request_v12(data: bytes, pos: int) -> tuple[MetadataRequest,
         v_topics_1 = []
         append_5 = v_topics_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S4.unpack_from(data, pos)
-            pos += 16
             v_name_7: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            v_topic_id_6, n1, tag_count1 = _S7.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
+                v_name_7 = ''
+                pos += 18
             else:
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 < 0:
-                v_name_7 = None
-            else:
-                v_name_7 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_topic_id_6, n1 = _S6.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 17
+                else:
+                    pos += 16
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_name_7 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_name_7 = ''
+                else:
+                    v_name_7 = None
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_5(MetadataRequestTopic(v_topic_id_6, v_name_7))
-    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4 = _S5.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_allow_auto_topic_creation_2, v_include_topic_authorized_operations_4, tag_count0 = _S11.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -791,21 +854,23 @@ def encode_metadata_request_v12(m: MetadataRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_2)
         for e_3 in x_1:
-            out += _S4.pack(e_3.topic_id)
-            x_4 = e_3.name
-            if x_4 is None:
-                out.append(0)
+            if e_3.name == '':
+                out += _S8.pack(e_3.topic_id, 1)
             else:
-                b_5 = x_4.encode()
-                u_6 = len(b_5) + 1
-                if u_6 < 128:
-                    out.append(u_6)
+                x_4 = e_3.name
+                if x_4 is None:
+                    out += _S9.pack(e_3.topic_id)
                 else:
-                    write_uvarint(out, u_6)
-                out += b_5
-            out.append(0)
-    out += _S5.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
-    out.append(0)
+                    b_5 = x_4.encode()
+                    u_6 = len(b_5) + 1
+                    if u_6 < 128:
+                        out += _S6.pack(e_3.topic_id, u_6)
+                    else:
+                        out += _S10.pack(e_3.topic_id)
+                        write_uvarint(out, u_6)
+                    out += b_5
+                out.append(0)
+    out += _S12.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
 
 
 def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
@@ -820,16 +885,16 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_host_10 = ''
+            else:
+                raise DecodeError('non-nullable field Host is null')
             v_port_11, = _S0.unpack_from(data, pos)
             pos += 4
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, None))
@@ -844,16 +909,16 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_18: list[MetadataResponsePartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -865,11 +930,9 @@ def decode_metadata_response_v0(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -898,10 +961,9 @@ def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
         out += _S0.pack(e_2.port)
     x_5 = m.topics
@@ -909,17 +971,16 @@ def encode_metadata_response_v0(m: MetadataResponse, out: bytearray) -> None:
     for e_6 in x_5:
         if e_6.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 0')
-        out += _S1.pack(e_6.error_code)
         x_7 = e_6.name
         if x_7 is None:
             raise ValueError('Name cannot be null in version 0')
         b_8 = x_7.encode()
-        out += _S1.pack(len(b_8))
+        out += _S14.pack(e_6.error_code, len(b_8))
         out += b_8
         x_9 = e_6.partitions
         out += _S0.pack(len(x_9))
         for e_10 in x_9:
-            out += _S6.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
+            out += _S16.pack(e_10.error_code, e_10.partition_index, e_10.leader_id)
             x_11 = e_10.replica_nodes
             out += _S0.pack(len(x_11))
             out += pack('>%di' % len(x_11), *x_11)
@@ -940,32 +1001,30 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -974,21 +1033,19 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -997,11 +1054,9 @@ def decode_metadata_response_v1(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1030,18 +1085,16 @@ def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     out += _S0.pack(m.controller_id)
     x_7 = m.topics
@@ -1049,18 +1102,17 @@ def encode_metadata_response_v1(m: MetadataResponse, out: bytearray) -> None:
     for e_8 in x_7:
         if e_8.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 1')
-        out += _S1.pack(e_8.error_code)
         x_9 = e_8.name
         if x_9 is None:
             raise ValueError('Name cannot be null in version 1')
         b_10 = x_9.encode()
-        out += _S1.pack(len(b_10))
+        out += _S14.pack(e_8.error_code, len(b_10))
         out += b_10
         out += _S2.pack(e_8.is_internal)
         x_11 = e_8.partitions
         out += _S0.pack(len(x_11))
         for e_12 in x_11:
-            out += _S6.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
+            out += _S16.pack(e_12.error_code, e_12.partition_index, e_12.leader_id)
             x_13 = e_12.replica_nodes
             out += _S0.pack(len(x_13))
             out += pack('>%di' % len(x_13), *x_13)
@@ -1081,40 +1133,40 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1123,21 +1175,19 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1146,11 +1196,9 @@ def decode_metadata_response_v2(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1179,18 +1227,16 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1205,18 +1251,17 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 2')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 2')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1226,11 +1271,9 @@ def encode_metadata_response_v2(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1239,40 +1282,40 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1281,21 +1324,19 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1304,11 +1345,9 @@ def decode_metadata_response_v3(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1338,18 +1377,16 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1364,18 +1401,17 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 3')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 3')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1385,11 +1421,9 @@ def encode_metadata_response_v3(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1398,40 +1432,40 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1440,21 +1474,19 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1463,11 +1495,9 @@ def decode_metadata_response_v4(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1497,18 +1527,16 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1523,18 +1551,17 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 4')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 4')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1544,11 +1571,9 @@ def encode_metadata_response_v4(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1557,40 +1582,40 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1599,21 +1624,19 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1622,11 +1645,9 @@ def decode_metadata_response_v5(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1666,18 +1687,16 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1692,18 +1711,17 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 5')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 5')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1716,11 +1734,9 @@ def encode_metadata_response_v5(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1729,40 +1745,40 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1771,21 +1787,19 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1794,11 +1808,9 @@ def decode_metadata_response_v6(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23 = _S6.unpack_from(data, pos)
-                    pos += 10
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, n2 = _S15.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 14
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -1838,18 +1850,16 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -1864,18 +1874,17 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 6')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 6')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S6.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
+            out += _S16.pack(e_14.error_code, e_14.partition_index, e_14.leader_id)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -1888,11 +1897,9 @@ def encode_metadata_response_v6(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -1901,40 +1908,40 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1943,21 +1950,19 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -1966,11 +1971,9 @@ def decode_metadata_response_v7(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S19.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -2010,18 +2013,16 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -2036,18 +2037,17 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
     for e_10 in x_9:
         if e_10.topic_authorized_operations != -2147483648:
             raise ValueError('attempted to write a non-default TopicAuthorizedOperations at version 7')
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 7')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S15.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2060,11 +2060,9 @@ def encode_metadata_response_v7(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S17.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Brokers is null')
     elif n0 > len(data) - pos:
@@ -2073,40 +2071,40 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S13.unpack_from(data, pos)
             v_host_10: str
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            pos += 6
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                v_rack_12 = None
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S13.unpack_from(data, pos)
+            v_rack_12: str | None
+            pos += 6
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             append_8(MetadataResponseBroker(v_node_id_9, v_host_10, v_port_11, v_rack_12))
     v_cluster_id_3: str | None
     n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
+    elif n0 == 0:
+        v_cluster_id_3 = ''
+    else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S17.unpack_from(data, pos)
     v_topics_5: list[MetadataResponseTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -2115,21 +2113,19 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S14.unpack_from(data, pos)
             v_name_15: str | None
-            n1, = _S1.unpack_from(data, pos)
-            pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            pos += 4
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S18.unpack_from(data, pos)
             v_partitions_18: list[MetadataResponsePartition]
-            n1, = _S0.unpack_from(data, pos)
-            pos += 4
+            pos += 5
             if n1 < 0:
                 raise DecodeError('non-nullable field Partitions is null')
             elif n1 > len(data) - pos:
@@ -2138,11 +2134,9 @@ def decode_metadata_response_v8(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S19.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    pos += 18
                     if n2 < 0:
                         raise DecodeError('non-nullable field ReplicaNodes is null')
                     elif n2 > len(data) - pos:
@@ -2184,18 +2178,16 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
     x_1 = m.brokers
     out += _S0.pack(len(x_1))
     for e_2 in x_1:
-        out += _S0.pack(e_2.node_id)
         x_3 = e_2.host
         b_4 = x_3.encode()
-        out += _S1.pack(len(b_4))
+        out += _S13.pack(e_2.node_id, len(b_4))
         out += b_4
-        out += _S0.pack(e_2.port)
         x_5 = e_2.rack
         if x_5 is None:
-            out += b'\xff\xff'
+            out += _S13.pack(e_2.port, -1)
         else:
             b_6 = x_5.encode()
-            out += _S1.pack(len(b_6))
+            out += _S13.pack(e_2.port, len(b_6))
             out += b_6
     x_7 = m.cluster_id
     if x_7 is None:
@@ -2208,18 +2200,17 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
     x_9 = m.topics
     out += _S0.pack(len(x_9))
     for e_10 in x_9:
-        out += _S1.pack(e_10.error_code)
         x_11 = e_10.name
         if x_11 is None:
             raise ValueError('Name cannot be null in version 8')
         b_12 = x_11.encode()
-        out += _S1.pack(len(b_12))
+        out += _S14.pack(e_10.error_code, len(b_12))
         out += b_12
         out += _S2.pack(e_10.is_internal)
         x_13 = e_10.partitions
         out += _S0.pack(len(x_13))
         for e_14 in x_13:
-            out += _S7.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
+            out += _S15.pack(e_14.error_code, e_14.partition_index, e_14.leader_id, e_14.leader_epoch)
             x_15 = e_14.replica_nodes
             out += _S0.pack(len(x_15))
             out += pack('>%di' % len(x_15), *x_15)
@@ -2234,13 +2225,12 @@ def encode_metadata_response_v8(m: MetadataResponse, out: bytearray) -> None:
 
 
 def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2251,34 +2241,36 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S20.unpack_from(data, pos)
+            v_rack_12: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2296,18 +2288,19 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_cluster_id_3 = ''
     else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
+    v_topics_5: list[MetadataResponseTopic]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2318,27 +2311,27 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_is_internal_17, = _S2.unpack_from(data, pos)
-            pos += 1
-            v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_is_internal_17, n1 = _S22.unpack_from(data, pos)
+            v_partitions_18: list[MetadataResponsePartition]
+            if n1 < 128:
+                pos += 2
+            else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2349,13 +2342,12 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2403,11 +2395,11 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2415,11 +2407,11 @@ def decode_metadata_response_v9(data: bytes, pos: int) -> tuple[MetadataResponse
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, ZERO_UUID, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_cluster_authorized_operations_6, tag_count0 = _S20.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2438,16 +2430,19 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.host == '':
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
-        out += _S0.pack(e_3.port)
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S20.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
             out.append(0)
@@ -2479,18 +2474,21 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
-        x_16 = e_15.name
-        if x_16 is None:
-            raise ValueError('Name cannot be null in version 9')
-        b_17 = x_16.encode()
-        u_18 = len(b_17) + 1
-        if u_18 < 128:
-            out.append(u_18)
+        if e_15.name == '':
+            out += _S25.pack(e_15.error_code, 1, e_15.is_internal)
         else:
-            write_uvarint(out, u_18)
-        out += b_17
-        out += _S2.pack(e_15.is_internal)
+            x_16 = e_15.name
+            if x_16 is None:
+                raise ValueError('Name cannot be null in version 9')
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out += _S21.pack(e_15.error_code, u_18)
+            else:
+                out += _S1.pack(e_15.error_code)
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S2.pack(e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -2498,7 +2496,7 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2521,20 +2519,17 @@ def encode_metadata_response_v9(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
-    out += _S0.pack(m.cluster_authorized_operations)
-    out.append(0)
+        out += _S26.pack(e_15.topic_authorized_operations)
+    out += _S26.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2545,34 +2540,36 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S20.unpack_from(data, pos)
+            v_rack_12: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2590,18 +2587,19 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_cluster_id_3 = ''
     else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
+    v_topics_5: list[MetadataResponseTopic]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2612,27 +2610,27 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
-            pos += 17
-            v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_topic_id_16, v_is_internal_17, n1 = _S27.unpack_from(data, pos)
+            v_partitions_18: list[MetadataResponsePartition]
+            if n1 < 128:
+                pos += 18
+            else:
+                pos += 17
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2643,13 +2641,12 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2697,11 +2694,11 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2709,11 +2706,11 @@ def decode_metadata_response_v10(data: bytes, pos: int) -> tuple[MetadataRespons
                     end1 = pos + size1
                     pos = end1
             append_13(MetadataResponseTopic(v_error_code_14, v_name_15, v_topic_id_16, v_is_internal_17, v_partitions_18, v_topic_authorized_operations_19))
-    v_cluster_authorized_operations_6, = _S0.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_cluster_authorized_operations_6, tag_count0 = _S20.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2732,16 +2729,19 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.host == '':
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
-        out += _S0.pack(e_3.port)
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S20.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
             out.append(0)
@@ -2773,18 +2773,21 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
-        x_16 = e_15.name
-        if x_16 is None:
-            raise ValueError('Name cannot be null in version 10')
-        b_17 = x_16.encode()
-        u_18 = len(b_17) + 1
-        if u_18 < 128:
-            out.append(u_18)
+        if e_15.name == '':
+            out += _S28.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
-            write_uvarint(out, u_18)
-        out += b_17
-        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+            x_16 = e_15.name
+            if x_16 is None:
+                raise ValueError('Name cannot be null in version 10')
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out += _S21.pack(e_15.error_code, u_18)
+            else:
+                out += _S1.pack(e_15.error_code)
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S29.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -2792,7 +2795,7 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -2815,20 +2818,17 @@ def encode_metadata_response_v10(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
-    out += _S0.pack(m.cluster_authorized_operations)
-    out.append(0)
+        out += _S26.pack(e_15.topic_authorized_operations)
+    out += _S26.pack(m.cluster_authorized_operations)
 
 
 def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2839,34 +2839,36 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S20.unpack_from(data, pos)
+            v_rack_12: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2884,18 +2886,19 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_cluster_id_3 = ''
     else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
+    v_topics_5: list[MetadataResponseTopic]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2906,27 +2909,27 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
-            pos += 17
-            v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
             else:
+                raise DecodeError('non-nullable field Name is null')
+            v_topic_id_16, v_is_internal_17, n1 = _S27.unpack_from(data, pos)
+            v_partitions_18: list[MetadataResponsePartition]
+            if n1 < 128:
+                pos += 18
+            else:
+                pos += 17
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2937,13 +2940,12 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2991,11 +2993,11 @@ def decode_metadata_response_v11(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -3026,16 +3028,19 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.host == '':
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
-        out += _S0.pack(e_3.port)
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S20.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
             out.append(0)
@@ -3067,18 +3072,21 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
-        x_16 = e_15.name
-        if x_16 is None:
-            raise ValueError('Name cannot be null in version 11')
-        b_17 = x_16.encode()
-        u_18 = len(b_17) + 1
-        if u_18 < 128:
-            out.append(u_18)
+        if e_15.name == '':
+            out += _S28.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
-            write_uvarint(out, u_18)
-        out += b_17
-        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+            x_16 = e_15.name
+            if x_16 is None:
+                raise ValueError('Name cannot be null in version 11')
+            b_17 = x_16.encode()
+            u_18 = len(b_17) + 1
+            if u_18 < 128:
+                out += _S21.pack(e_15.error_code, u_18)
+            else:
+                out += _S1.pack(e_15.error_code)
+                write_uvarint(out, u_18)
+            out += b_17
+            out += _S29.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3086,7 +3094,7 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3109,19 +3117,17 @@ def encode_metadata_response_v11(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
+        out += _S26.pack(e_15.topic_authorized_operations)
     out.append(0)
 
 
 def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S20.unpack_from(data, pos)
     v_brokers_2: list[MetadataResponseBroker]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3132,34 +3138,36 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_brokers_2 = []
         append_8 = v_brokers_2.append
         for _ in range(n0):
-            v_node_id_9, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_9, n1 = _S20.unpack_from(data, pos)
             v_host_10: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_11, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_12: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_10 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_11, n1 = _S20.unpack_from(data, pos)
+            v_rack_12: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_12 = None
-            else:
+            if n1 > 0:
                 v_rack_12 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_12 = ''
+            else:
+                v_rack_12 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -3177,18 +3185,19 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_cluster_id_3 = None
-    else:
+    if n0 > 0:
         v_cluster_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_controller_id_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_topics_5: list[MetadataResponseTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_cluster_id_3 = ''
     else:
+        v_cluster_id_3 = None
+    v_controller_id_4, n0 = _S20.unpack_from(data, pos)
+    v_topics_5: list[MetadataResponseTopic]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3199,27 +3208,27 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
         v_topics_5 = []
         append_13 = v_topics_5.append
         for _ in range(n0):
-            v_error_code_14, = _S1.unpack_from(data, pos)
-            pos += 2
+            v_error_code_14, n1 = _S21.unpack_from(data, pos)
             v_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_name_15 = None
-            else:
+            if n1 > 0:
                 v_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_topic_id_16, v_is_internal_17 = _S8.unpack_from(data, pos)
-            pos += 17
-            v_partitions_18: list[MetadataResponsePartition]
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_name_15 = ''
             else:
+                v_name_15 = None
+            v_topic_id_16, v_is_internal_17, n1 = _S27.unpack_from(data, pos)
+            v_partitions_18: list[MetadataResponsePartition]
+            if n1 < 128:
+                pos += 18
+            else:
+                pos += 17
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3230,13 +3239,12 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                 v_partitions_18 = []
                 append_20 = v_partitions_18.append
                 for _ in range(n1):
-                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24 = _S7.unpack_from(data, pos)
-                    pos += 14
+                    v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, n2 = _S23.unpack_from(data, pos)
                     v_replica_nodes_25: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 15
                     else:
+                        pos += 14
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3284,11 +3292,11 @@ def decode_metadata_response_v12(data: bytes, pos: int) -> tuple[MetadataRespons
                             end2 = pos + size2
                             pos = end2
                     append_20(MetadataResponsePartition(v_error_code_21, v_partition_index_22, v_leader_id_23, v_leader_epoch_24, v_replica_nodes_25, v_isr_nodes_26, v_offline_replicas_27))
-            v_topic_authorized_operations_19, = _S0.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_topic_authorized_operations_19, tag_count1 = _S20.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -3319,16 +3327,19 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S0.pack(e_3.node_id)
-        x_4 = e_3.host
-        b_5 = x_4.encode()
-        u_6 = len(b_5) + 1
-        if u_6 < 128:
-            out.append(u_6)
+        if e_3.host == '':
+            out += _S24.pack(e_3.node_id, 1, e_3.port)
         else:
-            write_uvarint(out, u_6)
-        out += b_5
-        out += _S0.pack(e_3.port)
+            x_4 = e_3.host
+            b_5 = x_4.encode()
+            u_6 = len(b_5) + 1
+            if u_6 < 128:
+                out += _S20.pack(e_3.node_id, u_6)
+            else:
+                out += _S0.pack(e_3.node_id)
+                write_uvarint(out, u_6)
+            out += b_5
+            out += _S0.pack(e_3.port)
         x_7 = e_3.rack
         if x_7 is None:
             out.append(0)
@@ -3360,19 +3371,22 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S1.pack(e_15.error_code)
-        x_16 = e_15.name
-        if x_16 is None:
-            out.append(0)
+        if e_15.name == '':
+            out += _S28.pack(e_15.error_code, 1, e_15.topic_id, e_15.is_internal)
         else:
-            b_17 = x_16.encode()
-            u_18 = len(b_17) + 1
-            if u_18 < 128:
-                out.append(u_18)
+            x_16 = e_15.name
+            if x_16 is None:
+                out += _S30.pack(e_15.error_code)
             else:
-                write_uvarint(out, u_18)
-            out += b_17
-        out += _S8.pack(e_15.topic_id, e_15.is_internal)
+                b_17 = x_16.encode()
+                u_18 = len(b_17) + 1
+                if u_18 < 128:
+                    out += _S21.pack(e_15.error_code, u_18)
+                else:
+                    out += _S1.pack(e_15.error_code)
+                    write_uvarint(out, u_18)
+                out += b_17
+            out += _S29.pack(e_15.topic_id, e_15.is_internal)
         x_19 = e_15.partitions
         u_20 = len(x_19) + 1
         if u_20 < 128:
@@ -3380,7 +3394,7 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S7.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
+            out += _S15.pack(e_21.error_code, e_21.partition_index, e_21.leader_id, e_21.leader_epoch)
             x_22 = e_21.replica_nodes
             u_23 = len(x_22) + 1
             if u_23 < 128:
@@ -3403,6 +3417,5 @@ def encode_metadata_response_v12(m: MetadataResponse, out: bytearray) -> None:
                 write_uvarint(out, u_27)
             out += pack('>%di' % len(x_26), *x_26)
             out.append(0)
-        out += _S0.pack(e_15.topic_authorized_operations)
-        out.append(0)
+        out += _S26.pack(e_15.topic_authorized_operations)
     out.append(0)

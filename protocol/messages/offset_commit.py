@@ -12,12 +12,23 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 ZERO_UUID = bytes(16)
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>iq')
-_S3 = Struct('>iqq')
-_S4 = Struct('>q')
-_S5 = Struct('>iqi')
-_S6 = Struct('>16s')
-_S7 = Struct('>ih')
+_S2 = Struct('>iqh')
+_S3 = Struct('>ih')
+_S4 = Struct('>iqqh')
+_S5 = Struct('>qi')
+_S6 = Struct('>q')
+_S7 = Struct('>iqih')
+_S8 = Struct('>iB')
+_S9 = Struct('>iqiB')
+_S10 = Struct('>iqiBB')
+_S11 = Struct('>iqiBx')
+_S12 = Struct('>iqix')
+_S13 = Struct('>iqi')
+_S14 = Struct('>16sB')
+_S15 = Struct('>16s')
+_S16 = Struct('>ii')
+_S17 = Struct('>ihB')
+_S18 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -69,11 +80,13 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -88,11 +101,13 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -104,16 +119,16 @@ def decode_offset_commit_request_v0(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, -1, '', None, -1, v_topics_6), pos
@@ -138,13 +153,12 @@ def encode_offset_commit_request_v0(m: OffsetCommitRequest, out: bytearray) -> N
         for e_8 in x_7:
             if e_8.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 0')
-            out += _S2.pack(e_8.partition_index, e_8.committed_offset)
             x_9 = e_8.committed_metadata
             if x_9 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_8.partition_index, e_8.committed_offset, -1)
             else:
                 b_10 = x_9.encode()
-                out += _S0.pack(len(b_10))
+                out += _S2.pack(e_8.partition_index, e_8.committed_offset, len(b_10))
                 out += b_10
 
 
@@ -152,21 +166,23 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -181,11 +197,13 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -197,16 +215,16 @@ def decode_offset_commit_request_v1(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_commit_timestamp_15 = _S3.unpack_from(data, pos)
-                    pos += 20
+                    v_partition_index_12, v_committed_offset_13, v_commit_timestamp_15, n2 = _S4.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 22
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, v_commit_timestamp_15, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
@@ -219,10 +237,9 @@ def encode_offset_commit_request_v1(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.topics
     out += _S1.pack(len(x_5))
@@ -234,13 +251,12 @@ def encode_offset_commit_request_v1(m: OffsetCommitRequest, out: bytearray) -> N
         x_9 = e_6.partitions
         out += _S1.pack(len(x_9))
         for e_10 in x_9:
-            out += _S3.pack(e_10.partition_index, e_10.committed_offset, e_10.commit_timestamp)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.commit_timestamp, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.commit_timestamp, len(b_12))
                 out += b_12
 
 
@@ -248,26 +264,26 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
-    pos += 8
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_retention_time_ms_5, n0 = _S5.unpack_from(data, pos)
     v_topics_6: list[OffsetCommitRequestTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 12
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -279,11 +295,13 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -295,16 +313,16 @@ def decode_offset_commit_request_v2(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
@@ -317,12 +335,11 @@ def encode_offset_commit_request_v2(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
-    out += _S4.pack(m.retention_time_ms)
+    out += _S6.pack(m.retention_time_ms)
     x_5 = m.topics
     out += _S1.pack(len(x_5))
     for e_6 in x_5:
@@ -335,13 +352,12 @@ def encode_offset_commit_request_v2(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 2')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -349,26 +365,26 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
-    pos += 8
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_retention_time_ms_5, n0 = _S5.unpack_from(data, pos)
     v_topics_6: list[OffsetCommitRequestTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 12
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -380,11 +396,13 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -396,16 +414,16 @@ def decode_offset_commit_request_v3(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
@@ -418,12 +436,11 @@ def encode_offset_commit_request_v3(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
-    out += _S4.pack(m.retention_time_ms)
+    out += _S6.pack(m.retention_time_ms)
     x_5 = m.topics
     out += _S1.pack(len(x_5))
     for e_6 in x_5:
@@ -436,13 +453,12 @@ def encode_offset_commit_request_v3(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 3')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -450,26 +466,26 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_retention_time_ms_5, = _S4.unpack_from(data, pos)
-    pos += 8
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_retention_time_ms_5, n0 = _S5.unpack_from(data, pos)
     v_topics_6: list[OffsetCommitRequestTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 12
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -481,11 +497,13 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -497,16 +515,16 @@ def decode_offset_commit_request_v4(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, v_retention_time_ms_5, v_topics_6), pos
@@ -519,12 +537,11 @@ def encode_offset_commit_request_v4(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
-    out += _S4.pack(m.retention_time_ms)
+    out += _S6.pack(m.retention_time_ms)
     x_5 = m.topics
     out += _S1.pack(len(x_5))
     for e_6 in x_5:
@@ -537,13 +554,12 @@ def encode_offset_commit_request_v4(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 4')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -551,21 +567,23 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -580,11 +598,13 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -596,16 +616,16 @@ def decode_offset_commit_request_v5(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13 = _S2.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_12, v_committed_offset_13, n2 = _S2.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, -1, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
@@ -618,10 +638,9 @@ def encode_offset_commit_request_v5(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.topics
     out += _S1.pack(len(x_5))
@@ -635,13 +654,12 @@ def encode_offset_commit_request_v5(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 5')
-            out += _S2.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S2.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -649,21 +667,23 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -678,11 +698,13 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -694,16 +716,16 @@ def decode_offset_commit_request_v6(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 18
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, None, -1, v_topics_6), pos
@@ -716,10 +738,9 @@ def encode_offset_commit_request_v6(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.topics
     out += _S1.pack(len(x_5))
@@ -733,13 +754,12 @@ def encode_offset_commit_request_v6(m: OffsetCommitRequest, out: bytearray) -> N
         for e_10 in x_9:
             if e_10.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 6')
-            out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S7.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, len(b_12))
                 out += b_12
 
 
@@ -747,29 +767,33 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -784,11 +808,13 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
             v_name_8: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -800,16 +826,16 @@ def decode_offset_commit_request_v7(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S7.unpack_from(data, pos)
                     v_committed_metadata_16: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
+                    pos += 18
+                    if n2 > 0:
                         v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_16 = ''
+                    else:
+                        v_committed_metadata_16 = None
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             append_7(OffsetCommitRequestTopic(v_name_8, ZERO_UUID, v_partitions_10))
     return OffsetCommitRequest(v_group_id_1, v_generation_id_or_member_epoch_2, v_member_id_3, v_group_instance_id_4, -1, v_topics_6), pos
@@ -820,10 +846,9 @@ def encode_offset_commit_request_v7(m: OffsetCommitRequest, out: bytearray) -> N
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S3.pack(m.generation_id_or_member_epoch, len(b_4))
     out += b_4
     x_5 = m.group_instance_id
     if x_5 is None:
@@ -844,13 +869,12 @@ def encode_offset_commit_request_v7(m: OffsetCommitRequest, out: bytearray) -> N
         for e_12 in x_11:
             if e_12.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 7')
-            out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
             x_13 = e_12.committed_metadata
             if x_13 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, -1)
             else:
                 b_14 = x_13.encode()
-                out += _S0.pack(len(b_14))
+                out += _S7.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, len(b_14))
                 out += b_14
 
 
@@ -862,25 +886,28 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S8.unpack_from(data, pos)
+    v_member_id_3: str
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -888,11 +915,13 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -915,11 +944,13 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -935,29 +966,35 @@ def decode_offset_commit_request_v8(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
                     v_committed_metadata_16: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S10.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_committed_metadata_16 = ''
+                        pos += 18
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
-                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S9.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_16 = ''
+                        else:
+                            v_committed_metadata_16 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
@@ -990,15 +1027,18 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S8.pack(m.generation_id_or_member_epoch, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S8.pack(m.generation_id_or_member_epoch, u_6)
+        else:
+            out += _S1.pack(m.generation_id_or_member_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1034,19 +1074,22 @@ def encode_offset_commit_request_v8(m: OffsetCommitRequest, out: bytearray) -> N
         for e_18 in x_16:
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 8')
-            out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
-            x_19 = e_18.committed_metadata
-            if x_19 is None:
-                out.append(0)
+            if e_18.committed_metadata == '':
+                out += _S11.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
-                b_20 = x_19.encode()
-                u_21 = len(b_20) + 1
-                if u_21 < 128:
-                    out.append(u_21)
+                x_19 = e_18.committed_metadata
+                if x_19 is None:
+                    out += _S12.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_21)
-                out += b_20
-            out.append(0)
+                    b_20 = x_19.encode()
+                    u_21 = len(b_20) + 1
+                    if u_21 < 128:
+                        out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                    else:
+                        out += _S13.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        write_uvarint(out, u_21)
+                    out += b_20
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1059,25 +1102,28 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S8.unpack_from(data, pos)
+    v_member_id_3: str
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1085,11 +1131,13 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -1112,11 +1160,13 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_8 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_8 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_10: list[OffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1132,29 +1182,35 @@ def decode_offset_commit_request_v9(data: bytes, pos: int) -> tuple[OffsetCommit
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
                     v_committed_metadata_16: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S10.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_committed_metadata_16 = ''
+                        pos += 18
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
-                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S9.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_16 = ''
+                        else:
+                            v_committed_metadata_16 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
@@ -1187,15 +1243,18 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S8.pack(m.generation_id_or_member_epoch, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S8.pack(m.generation_id_or_member_epoch, u_6)
+        else:
+            out += _S1.pack(m.generation_id_or_member_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1231,19 +1290,22 @@ def encode_offset_commit_request_v9(m: OffsetCommitRequest, out: bytearray) -> N
         for e_18 in x_16:
             if e_18.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 9')
-            out += _S5.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
-            x_19 = e_18.committed_metadata
-            if x_19 is None:
-                out.append(0)
+            if e_18.committed_metadata == '':
+                out += _S11.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
-                b_20 = x_19.encode()
-                u_21 = len(b_20) + 1
-                if u_21 < 128:
-                    out.append(u_21)
+                x_19 = e_18.committed_metadata
+                if x_19 is None:
+                    out += _S12.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_21)
-                out += b_20
-            out.append(0)
+                    b_20 = x_19.encode()
+                    u_21 = len(b_20) + 1
+                    if u_21 < 128:
+                        out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                    else:
+                        out += _S13.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        write_uvarint(out, u_21)
+                    out += b_20
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1256,25 +1318,28 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_or_member_epoch_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_or_member_epoch_2, n0 = _S8.unpack_from(data, pos)
+    v_member_id_3: str
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1282,11 +1347,13 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_topics_6: list[OffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -1302,13 +1369,12 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
         v_topics_6 = []
         append_7 = v_topics_6.append
         for _ in range(n0):
-            v_topic_id_9, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_9, n1 = _S14.unpack_from(data, pos)
             v_partitions_10: list[OffsetCommitRequestPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1319,29 +1385,35 @@ def decode_offset_commit_request_v10(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_10 = []
                 append_11 = v_partitions_10.append
                 for _ in range(n1):
-                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14 = _S5.unpack_from(data, pos)
-                    pos += 16
                     v_committed_metadata_16: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2, tag_count2 = _S10.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_committed_metadata_16 = ''
+                        pos += 18
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_16 = None
-                    else:
-                        v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, n2 = _S9.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_16 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_16 = ''
+                        else:
+                            v_committed_metadata_16 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_11(OffsetCommitRequestPartition(v_partition_index_12, v_committed_offset_13, v_committed_leader_epoch_14, -1, v_committed_metadata_16))
             if data[pos] == 0:
                 pos += 1
@@ -1374,15 +1446,18 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id_or_member_epoch)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S8.pack(m.generation_id_or_member_epoch, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S8.pack(m.generation_id_or_member_epoch, u_6)
+        else:
+            out += _S1.pack(m.generation_id_or_member_epoch)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -1401,7 +1476,7 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
     else:
         write_uvarint(out, u_11)
     for e_12 in x_10:
-        out += _S6.pack(e_12.topic_id)
+        out += _S15.pack(e_12.topic_id)
         x_13 = e_12.partitions
         u_14 = len(x_13) + 1
         if u_14 < 128:
@@ -1411,19 +1486,22 @@ def encode_offset_commit_request_v10(m: OffsetCommitRequest, out: bytearray) -> 
         for e_15 in x_13:
             if e_15.commit_timestamp != -1:
                 raise ValueError('attempted to write a non-default CommitTimestamp at version 10')
-            out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
-            x_16 = e_15.committed_metadata
-            if x_16 is None:
-                out.append(0)
+            if e_15.committed_metadata == '':
+                out += _S11.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1)
             else:
-                b_17 = x_16.encode()
-                u_18 = len(b_17) + 1
-                if u_18 < 128:
-                    out.append(u_18)
+                x_16 = e_15.committed_metadata
+                if x_16 is None:
+                    out += _S12.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_18)
-                out += b_17
-            out.append(0)
+                    b_17 = x_16.encode()
+                    u_18 = len(b_17) + 1
+                    if u_18 < 128:
+                        out += _S9.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                    else:
+                        out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                        write_uvarint(out, u_18)
+                    out += b_17
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1443,11 +1521,13 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1459,7 +1539,7 @@ def decode_offset_commit_response_v0(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1477,7 +1557,7 @@ def encode_offset_commit_response_v0(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1495,11 +1575,13 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1511,7 +1593,7 @@ def decode_offset_commit_response_v1(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1529,7 +1611,7 @@ def encode_offset_commit_response_v1(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1547,11 +1629,13 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1563,7 +1647,7 @@ def decode_offset_commit_response_v2(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1581,15 +1665,13 @@ def encode_offset_commit_response_v2(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1601,11 +1683,13 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1617,7 +1701,7 @@ def decode_offset_commit_response_v3(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1636,15 +1720,13 @@ def encode_offset_commit_response_v3(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1656,11 +1738,13 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1672,7 +1756,7 @@ def decode_offset_commit_response_v4(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1691,15 +1775,13 @@ def encode_offset_commit_response_v4(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1711,11 +1793,13 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1727,7 +1811,7 @@ def decode_offset_commit_response_v5(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1746,15 +1830,13 @@ def encode_offset_commit_response_v5(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1766,11 +1848,13 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1782,7 +1866,7 @@ def decode_offset_commit_response_v6(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1801,15 +1885,13 @@ def encode_offset_commit_response_v6(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1821,11 +1903,13 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1837,7 +1921,7 @@ def decode_offset_commit_response_v7(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S3.unpack_from(data, pos)
                     pos += 6
                     append_7(OffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(OffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1856,17 +1940,16 @@ def encode_offset_commit_response_v7(m: OffsetCommitResponse, out: bytearray) ->
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S3.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1884,11 +1967,13 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1904,11 +1989,11 @@ def decode_offset_commit_response_v8(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1962,20 +2047,18 @@ def encode_offset_commit_response_v8(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1993,11 +2076,13 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -2013,11 +2098,11 @@ def decode_offset_commit_response_v9(data: bytes, pos: int) -> tuple[OffsetCommi
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2071,20 +2156,18 @@ def encode_offset_commit_response_v9(m: OffsetCommitResponse, out: bytearray) ->
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2095,13 +2178,12 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_5, n1 = _S14.unpack_from(data, pos)
             v_partitions_6: list[OffsetCommitResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -2112,11 +2194,11 @@ def decode_offset_commit_response_v10(data: bytes, pos: int) -> tuple[OffsetComm
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2155,7 +2237,7 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S6.pack(e_3.topic_id)
+        out += _S15.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -2163,7 +2245,6 @@ def encode_offset_commit_response_v10(m: OffsetCommitResponse, out: bytearray) -
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
-            out.append(0)
+            out += _S18.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

@@ -11,8 +11,9 @@ from protocol.primitives import DecodeError
 
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>hi')
+_S2 = Struct('>hii')
 _S3 = Struct('>ih')
+_S4 = Struct('>hi')
 
 
 @dataclass(slots=True)
@@ -55,11 +56,13 @@ def decode_offset_delete_request_v0(data: bytes, pos: int) -> tuple[OffsetDelete
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetDeleteRequestTopic]
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -74,11 +77,13 @@ def decode_offset_delete_request_v0(data: bytes, pos: int) -> tuple[OffsetDelete
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_5: list[OffsetDeleteRequestPartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -116,11 +121,9 @@ def encode_offset_delete_request_v0(m: OffsetDeleteRequest, out: bytearray) -> N
 
 
 def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDeleteResponse, int]:
-    v_error_code_1, v_throttle_time_ms_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_error_code_1, v_throttle_time_ms_2, n0 = _S2.unpack_from(data, pos)
     v_topics_3: list[OffsetDeleteResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -132,11 +135,13 @@ def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDelet
             v_name_5: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[OffsetDeleteResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -156,7 +161,7 @@ def decode_offset_delete_response_v0(data: bytes, pos: int) -> tuple[OffsetDelet
 
 
 def encode_offset_delete_response_v0(m: OffsetDeleteResponse, out: bytearray) -> None:
-    out += _S2.pack(m.error_code, m.throttle_time_ms)
+    out += _S4.pack(m.error_code, m.throttle_time_ms)
     x_1 = m.topics
     out += _S1.pack(len(x_1))
     for e_2 in x_1:

@@ -12,10 +12,21 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 ZERO_UUID = bytes(16)
 _S0 = Struct('>h')
 _S1 = Struct('>i')
-_S2 = Struct('>?')
-_S3 = Struct('>16s')
-_S4 = Struct('>iq')
-_S5 = Struct('>iqi')
+_S2 = Struct('>?B')
+_S3 = Struct('>?x')
+_S4 = Struct('>iB')
+_S5 = Struct('>16sB')
+_S6 = Struct('>16s')
+_S7 = Struct('>iqh')
+_S8 = Struct('>ii')
+_S9 = Struct('>iqih')
+_S10 = Struct('>iqiB')
+_S11 = Struct('>hB')
+_S12 = Struct('>iqiBhB')
+_S13 = Struct('>iqiBhx')
+_S14 = Struct('>iqix')
+_S15 = Struct('>iqi')
+_S16 = Struct('>hx')
 
 
 @dataclass(slots=True)
@@ -97,11 +108,13 @@ def decode_offset_fetch_request_v0(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -116,11 +129,13 @@ def decode_offset_fetch_request_v0(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -162,11 +177,13 @@ def decode_offset_fetch_request_v1(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -181,11 +198,13 @@ def decode_offset_fetch_request_v1(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -227,11 +246,13 @@ def decode_offset_fetch_request_v2(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -246,11 +267,13 @@ def decode_offset_fetch_request_v2(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -293,11 +316,13 @@ def decode_offset_fetch_request_v3(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -312,11 +337,13 @@ def decode_offset_fetch_request_v3(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -359,11 +386,13 @@ def decode_offset_fetch_request_v4(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -378,11 +407,13 @@ def decode_offset_fetch_request_v4(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -425,11 +456,13 @@ def decode_offset_fetch_request_v5(data: bytes, pos: int) -> tuple[OffsetFetchRe
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0, = _S1.unpack_from(data, pos)
     pos += 4
@@ -444,11 +477,13 @@ def decode_offset_fetch_request_v5(data: bytes, pos: int) -> tuple[OffsetFetchRe
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -495,11 +530,13 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
@@ -522,11 +559,13 @@ def decode_offset_fetch_request_v6(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -613,11 +652,13 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_topics_2: list[OffsetFetchRequestTopic] | None
     n0 = data[pos]
     if n0 < 128:
@@ -640,11 +681,13 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_indexes_7: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -669,11 +712,11 @@ def decode_offset_fetch_request_v7(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestTopic(v_name_6, v_partition_indexes_7))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -720,8 +763,7 @@ def encode_offset_fetch_request_v7(m: OffsetFetchRequest, out: bytearray) -> Non
                 write_uvarint(out, u_11)
             out += pack('>%di' % len(x_10), *x_10)
             out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -747,11 +789,13 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_9: list[OffsetFetchRequestTopics] | None
             n1 = data[pos]
             if n1 < 128:
@@ -774,11 +818,13 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partition_indexes_13: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -813,11 +859,11 @@ def decode_offset_fetch_request_v8(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestGroup(v_group_id_6, None, -1, v_topics_9))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -874,8 +920,7 @@ def encode_offset_fetch_request_v8(m: OffsetFetchRequest, out: bytearray) -> Non
                 out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -901,11 +946,13 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_member_id_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -913,18 +960,19 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_member_id_7 = None
-            else:
+            if n1 > 0:
                 v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_member_epoch_8, = _S1.unpack_from(data, pos)
-            pos += 4
-            v_topics_9: list[OffsetFetchRequestTopics] | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_member_id_7 = ''
             else:
+                v_member_id_7 = None
+            v_member_epoch_8, n1 = _S4.unpack_from(data, pos)
+            v_topics_9: list[OffsetFetchRequestTopics] | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -942,11 +990,13 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_11 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_11 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partition_indexes_13: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -981,11 +1031,11 @@ def decode_offset_fetch_request_v9(data: bytes, pos: int) -> tuple[OffsetFetchRe
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestGroup(v_group_id_6, v_member_id_7, v_member_epoch_8, v_topics_9))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1054,8 +1104,7 @@ def encode_offset_fetch_request_v9(m: OffsetFetchRequest, out: bytearray) -> Non
                 out += pack('>%di' % len(x_16), *x_16)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -1081,11 +1130,13 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_member_id_7: str | None
             n1 = data[pos]
             if n1 < 128:
@@ -1093,18 +1144,19 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_member_id_7 = None
-            else:
+            if n1 > 0:
                 v_member_id_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_member_epoch_8, = _S1.unpack_from(data, pos)
-            pos += 4
-            v_topics_9: list[OffsetFetchRequestTopics] | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_member_id_7 = ''
             else:
+                v_member_id_7 = None
+            v_member_epoch_8, n1 = _S4.unpack_from(data, pos)
+            v_topics_9: list[OffsetFetchRequestTopics] | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1115,13 +1167,12 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_topics_9 = []
                 append_10 = v_topics_9.append
                 for _ in range(n1):
-                    v_topic_id_12, = _S3.unpack_from(data, pos)
-                    pos += 16
+                    v_topic_id_12, n2 = _S5.unpack_from(data, pos)
                     v_partition_indexes_13: list[int]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1151,11 +1202,11 @@ def decode_offset_fetch_request_v10(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchRequestGroup(v_group_id_6, v_member_id_7, v_member_epoch_8, v_topics_9))
-    v_require_stable_4, = _S2.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_require_stable_4, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1207,7 +1258,7 @@ def encode_offset_fetch_request_v10(m: OffsetFetchRequest, out: bytearray) -> No
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S3.pack(e_12.topic_id)
+                out += _S6.pack(e_12.topic_id)
                 x_13 = e_12.partition_indexes
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
@@ -1217,8 +1268,7 @@ def encode_offset_fetch_request_v10(m: OffsetFetchRequest, out: bytearray) -> No
                 out += pack('>%di' % len(x_13), *x_13)
                 out.append(0)
         out.append(0)
-    out += _S2.pack(m.require_stable)
-    out.append(0)
+    out += _S3.pack(m.require_stable)
 
 
 def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1236,11 +1286,13 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1252,16 +1304,16 @@ def decode_offset_fetch_response_v0(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1282,13 +1334,12 @@ def encode_offset_fetch_response_v0(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
 
@@ -1308,11 +1359,13 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1324,16 +1377,16 @@ def decode_offset_fetch_response_v1(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1354,13 +1407,12 @@ def encode_offset_fetch_response_v1(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
 
@@ -1380,11 +1432,13 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1396,16 +1450,16 @@ def decode_offset_fetch_response_v2(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1428,24 +1482,21 @@ def encode_offset_fetch_response_v2(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1457,11 +1508,13 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1473,16 +1526,16 @@ def decode_offset_fetch_response_v3(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1506,24 +1559,21 @@ def encode_offset_fetch_response_v3(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1535,11 +1585,13 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1551,16 +1603,16 @@ def decode_offset_fetch_response_v4(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10 = _S4.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_9, v_committed_offset_10, n2 = _S7.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, -1, v_metadata_12, v_error_code_13))
@@ -1584,24 +1636,21 @@ def encode_offset_fetch_response_v4(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S4.pack(e_6.partition_index, e_6.committed_offset)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S7.pack(e_6.partition_index, e_6.committed_offset, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S8.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1613,11 +1662,13 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
             v_name_6: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1, = _S1.unpack_from(data, pos)
             pos += 4
@@ -1629,16 +1680,16 @@ def decode_offset_fetch_response_v5(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S9.unpack_from(data, pos)
                     v_metadata_12: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
+                    pos += 18
+                    if n2 > 0:
                         v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_metadata_12 = ''
+                    else:
+                        v_metadata_12 = None
                     v_error_code_13, = _S0.unpack_from(data, pos)
                     pos += 2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
@@ -1662,26 +1713,24 @@ def encode_offset_fetch_response_v5(m: OffsetFetchResponse, out: bytearray) -> N
         x_5 = e_2.partitions
         out += _S1.pack(len(x_5))
         for e_6 in x_5:
-            out += _S5.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch)
             x_7 = e_6.metadata
             if x_7 is None:
-                out += b'\xff\xff'
+                out += _S9.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch, -1)
             else:
                 b_8 = x_7.encode()
-                out += _S0.pack(len(b_8))
+                out += _S9.pack(e_6.partition_index, e_6.committed_offset, e_6.committed_leader_epoch, len(b_8))
                 out += b_8
             out += _S0.pack(e_6.error_code)
     out += _S0.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1699,11 +1748,13 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1719,31 +1770,37 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
-                    pos += 16
                     v_metadata_12: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S12.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_metadata_12 = ''
+                        pos += 20
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
-                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    v_error_code_13, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S10.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_metadata_12 = ''
+                        else:
+                            v_metadata_12 = None
+                        v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
+                        if tag_count2 == 0:
+                            pos += 3
+                        else:
+                            pos += 2
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
             if data[pos] == 0:
                 pos += 1
@@ -1755,11 +1812,11 @@ def decode_offset_fetch_response_v6(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
-    v_error_code_3, = _S0.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_error_code_3, tag_count0 = _S11.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1795,33 +1852,33 @@ def encode_offset_fetch_response_v6(m: OffsetFetchResponse, out: bytearray) -> N
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S5.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
-            x_10 = e_9.metadata
-            if x_10 is None:
-                out.append(0)
+            if e_9.metadata == '':
+                out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.metadata
+                if x_10 is None:
+                    out += _S14.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S0.pack(e_9.error_code)
-            out.append(0)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                    else:
+                        out += _S15.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S16.pack(e_9.error_code)
         out.append(0)
-    out += _S0.pack(m.error_code)
-    out.append(0)
+    out += _S16.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetFetchResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1839,11 +1896,13 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_7: list[OffsetFetchResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1859,31 +1918,37 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                 v_partitions_7 = []
                 append_8 = v_partitions_7.append
                 for _ in range(n1):
-                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11 = _S5.unpack_from(data, pos)
-                    pos += 16
                     v_metadata_12: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2, v_error_code_13, tag_count2 = _S12.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_metadata_12 = ''
+                        pos += 20
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_metadata_12 = None
-                    else:
-                        v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    v_error_code_13, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, n2 = _S10.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_metadata_12 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_metadata_12 = ''
+                        else:
+                            v_metadata_12 = None
+                        v_error_code_13, tag_count2 = _S11.unpack_from(data, pos)
+                        if tag_count2 == 0:
+                            pos += 3
+                        else:
+                            pos += 2
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_8(OffsetFetchResponsePartition(v_partition_index_9, v_committed_offset_10, v_committed_leader_epoch_11, v_metadata_12, v_error_code_13))
             if data[pos] == 0:
                 pos += 1
@@ -1895,11 +1960,11 @@ def decode_offset_fetch_response_v7(data: bytes, pos: int) -> tuple[OffsetFetchR
                     end1 = pos + size1
                     pos = end1
             append_5(OffsetFetchResponseTopic(v_name_6, v_partitions_7))
-    v_error_code_3, = _S0.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_error_code_3, tag_count0 = _S11.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -1935,33 +2000,33 @@ def encode_offset_fetch_response_v7(m: OffsetFetchResponse, out: bytearray) -> N
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S5.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
-            x_10 = e_9.metadata
-            if x_10 is None:
-                out.append(0)
+            if e_9.metadata == '':
+                out += _S13.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, 1, e_9.error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.metadata
+                if x_10 is None:
+                    out += _S14.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S0.pack(e_9.error_code)
-            out.append(0)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch, u_12)
+                    else:
+                        out += _S15.pack(e_9.partition_index, e_9.committed_offset, e_9.committed_leader_epoch)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S16.pack(e_9.error_code)
         out.append(0)
-    out += _S0.pack(m.error_code)
-    out.append(0)
+    out += _S16.pack(m.error_code)
 
 
 def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_4: list[OffsetFetchResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1979,11 +2044,13 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
@@ -2006,11 +2073,13 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_12: list[OffsetFetchResponsePartitions]
                     n2 = data[pos]
                     if n2 < 128:
@@ -2026,31 +2095,37 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
-                            pos += 16
                             v_metadata_17: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_metadata_17 = ''
+                                pos += 20
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_metadata_17 = None
-                            else:
-                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            v_error_code_18, = _S0.unpack_from(data, pos)
-                            pos += 2
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S10.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 17
+                                else:
+                                    pos += 16
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_metadata_17 = ''
+                                else:
+                                    v_metadata_17 = None
+                                v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 3
+                                else:
+                                    pos += 2
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
@@ -2062,11 +2137,11 @@ def decode_offset_fetch_response_v8(data: bytes, pos: int) -> tuple[OffsetFetchR
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
-            v_error_code_8, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_8, tag_count1 = _S11.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2127,34 +2202,34 @@ def encode_offset_fetch_response_v8(m: OffsetFetchResponse, out: bytearray) -> N
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
-                x_16 = e_15.metadata
-                if x_16 is None:
-                    out.append(0)
+                if e_15.metadata == '':
+                    out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out.append(u_18)
+                    x_16 = e_15.metadata
+                    if x_16 is None:
+                        out += _S14.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out += _S0.pack(e_15.error_code)
-                out.append(0)
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S10.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                        else:
+                            out += _S15.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out += _S16.pack(e_15.error_code)
             out.append(0)
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S16.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_4: list[OffsetFetchResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2172,11 +2247,13 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
@@ -2199,11 +2276,13 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Name is null')
-                    else:
+                    if n2 > 0:
                         v_name_10 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_name_10 = ''
+                    else:
+                        raise DecodeError('non-nullable field Name is null')
                     v_partitions_12: list[OffsetFetchResponsePartitions]
                     n2 = data[pos]
                     if n2 < 128:
@@ -2219,31 +2298,37 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
-                            pos += 16
                             v_metadata_17: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_metadata_17 = ''
+                                pos += 20
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_metadata_17 = None
-                            else:
-                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            v_error_code_18, = _S0.unpack_from(data, pos)
-                            pos += 2
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S10.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 17
+                                else:
+                                    pos += 16
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_metadata_17 = ''
+                                else:
+                                    v_metadata_17 = None
+                                v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 3
+                                else:
+                                    pos += 2
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
@@ -2255,11 +2340,11 @@ def decode_offset_fetch_response_v9(data: bytes, pos: int) -> tuple[OffsetFetchR
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics(v_name_10, ZERO_UUID, v_partitions_12))
-            v_error_code_8, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_8, tag_count1 = _S11.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2320,34 +2405,34 @@ def encode_offset_fetch_response_v9(m: OffsetFetchResponse, out: bytearray) -> N
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S5.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
-                x_16 = e_15.metadata
-                if x_16 is None:
-                    out.append(0)
+                if e_15.metadata == '':
+                    out += _S13.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, 1, e_15.error_code)
                 else:
-                    b_17 = x_16.encode()
-                    u_18 = len(b_17) + 1
-                    if u_18 < 128:
-                        out.append(u_18)
+                    x_16 = e_15.metadata
+                    if x_16 is None:
+                        out += _S14.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
                     else:
-                        write_uvarint(out, u_18)
-                    out += b_17
-                out += _S0.pack(e_15.error_code)
-                out.append(0)
+                        b_17 = x_16.encode()
+                        u_18 = len(b_17) + 1
+                        if u_18 < 128:
+                            out += _S10.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch, u_18)
+                        else:
+                            out += _S15.pack(e_15.partition_index, e_15.committed_offset, e_15.committed_leader_epoch)
+                            write_uvarint(out, u_18)
+                        out += b_17
+                    out += _S16.pack(e_15.error_code)
             out.append(0)
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S16.pack(e_3.error_code)
     out.append(0)
 
 
 def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_4: list[OffsetFetchResponseGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2365,11 +2450,13 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_topics_7: list[OffsetFetchResponseTopics]
             n1 = data[pos]
             if n1 < 128:
@@ -2385,13 +2472,12 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                 v_topics_7 = []
                 append_9 = v_topics_7.append
                 for _ in range(n1):
-                    v_topic_id_11, = _S3.unpack_from(data, pos)
-                    pos += 16
+                    v_topic_id_11, n2 = _S5.unpack_from(data, pos)
                     v_partitions_12: list[OffsetFetchResponsePartitions]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 17
                     else:
+                        pos += 16
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2402,31 +2488,37 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                         v_partitions_12 = []
                         append_13 = v_partitions_12.append
                         for _ in range(n2):
-                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S5.unpack_from(data, pos)
-                            pos += 16
                             v_metadata_17: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3, v_error_code_18, tag_count3 = _S12.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_metadata_17 = ''
+                                pos += 20
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_metadata_17 = None
-                            else:
-                                v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            v_error_code_18, = _S0.unpack_from(data, pos)
-                            pos += 2
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n3 = _S10.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 17
+                                else:
+                                    pos += 16
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_metadata_17 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_metadata_17 = ''
+                                else:
+                                    v_metadata_17 = None
+                                v_error_code_18, tag_count3 = _S11.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 3
+                                else:
+                                    pos += 2
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_13(OffsetFetchResponsePartitions(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_metadata_17, v_error_code_18))
                     if data[pos] == 0:
                         pos += 1
@@ -2438,11 +2530,11 @@ def decode_offset_fetch_response_v10(data: bytes, pos: int) -> tuple[OffsetFetch
                             end2 = pos + size2
                             pos = end2
                     append_9(OffsetFetchResponseTopics('', v_topic_id_11, v_partitions_12))
-            v_error_code_8, = _S0.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            v_error_code_8, tag_count1 = _S11.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 3
             else:
+                pos += 2
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2488,7 +2580,7 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S3.pack(e_9.topic_id)
+            out += _S6.pack(e_9.topic_id)
             x_10 = e_9.partitions
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2496,21 +2588,22 @@ def encode_offset_fetch_response_v10(m: OffsetFetchResponse, out: bytearray) -> 
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S5.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
-                x_13 = e_12.metadata
-                if x_13 is None:
-                    out.append(0)
+                if e_12.metadata == '':
+                    out += _S13.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, 1, e_12.error_code)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out.append(u_15)
+                    x_13 = e_12.metadata
+                    if x_13 is None:
+                        out += _S14.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
                     else:
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out += _S0.pack(e_12.error_code)
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S10.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch, u_15)
+                        else:
+                            out += _S15.pack(e_12.partition_index, e_12.committed_offset, e_12.committed_leader_epoch)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out += _S16.pack(e_12.error_code)
             out.append(0)
-        out += _S0.pack(e_3.error_code)
-        out.append(0)
+        out += _S16.pack(e_3.error_code)
     out.append(0)

@@ -12,7 +12,13 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>iii')
-_S3 = Struct('>hiiq')
+_S3 = Struct('>ii')
+_S4 = Struct('>iB')
+_S5 = Struct('>iiiB')
+_S6 = Struct('>iiix')
+_S7 = Struct('>hiiq')
+_S8 = Struct('>hiiqB')
+_S9 = Struct('>hiiqx')
 
 
 @dataclass(slots=True)
@@ -69,11 +75,13 @@ def decode_offset_for_leader_epoch_request_v2(data: bytes, pos: int) -> tuple[Of
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[OffsetForLeaderPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -107,11 +115,9 @@ def encode_offset_for_leader_epoch_request_v2(m: OffsetForLeaderEpochRequest, ou
 
 
 def decode_offset_for_leader_epoch_request_v3(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    v_replica_id_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_replica_id_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopic]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -123,11 +129,13 @@ def decode_offset_for_leader_epoch_request_v3(data: bytes, pos: int) -> tuple[Of
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[OffsetForLeaderPartition]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -162,13 +170,12 @@ def encode_offset_for_leader_epoch_request_v3(m: OffsetForLeaderEpochRequest, ou
 
 
 def decode_offset_for_leader_epoch_request_v4(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    v_replica_id_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_replica_id_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -186,11 +193,13 @@ def decode_offset_for_leader_epoch_request_v4(data: bytes, pos: int) -> tuple[Of
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[OffsetForLeaderPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -206,11 +215,11 @@ def decode_offset_for_leader_epoch_request_v4(data: bytes, pos: int) -> tuple[Of
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_partition_7, v_current_leader_epoch_8, v_leader_epoch_9 = _S2.unpack_from(data, pos)
-                    pos += 12
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_7, v_current_leader_epoch_8, v_leader_epoch_9, tag_count2 = _S5.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 13
                     else:
+                        pos += 12
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -264,18 +273,15 @@ def encode_offset_for_leader_epoch_request_v4(m: OffsetForLeaderEpochRequest, ou
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S2.pack(e_9.partition, e_9.current_leader_epoch, e_9.leader_epoch)
-            out.append(0)
+            out += _S6.pack(e_9.partition, e_9.current_leader_epoch, e_9.leader_epoch)
         out.append(0)
     out.append(0)
 
 
 def decode_offset_for_leader_epoch_response_v2(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -287,11 +293,13 @@ def decode_offset_for_leader_epoch_response_v2(data: bytes, pos: int) -> tuple[O
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[EpochEndOffset]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -303,7 +311,7 @@ def decode_offset_for_leader_epoch_response_v2(data: bytes, pos: int) -> tuple[O
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S3.unpack_from(data, pos)
+                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S7.unpack_from(data, pos)
                     pos += 18
                     append_6(EpochEndOffset(v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10))
             append_3(OffsetForLeaderTopicResult(v_topic_4, v_partitions_5))
@@ -322,15 +330,13 @@ def encode_offset_for_leader_epoch_response_v2(m: OffsetForLeaderEpochResponse, 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
+            out += _S7.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
 
 
 def decode_offset_for_leader_epoch_response_v3(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S3.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopicResult]
-    n0, = _S0.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -342,11 +348,13 @@ def decode_offset_for_leader_epoch_response_v3(data: bytes, pos: int) -> tuple[O
             v_topic_4: str
             n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[EpochEndOffset]
             n1, = _S0.unpack_from(data, pos)
             pos += 4
@@ -358,7 +366,7 @@ def decode_offset_for_leader_epoch_response_v3(data: bytes, pos: int) -> tuple[O
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S3.unpack_from(data, pos)
+                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S7.unpack_from(data, pos)
                     pos += 18
                     append_6(EpochEndOffset(v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10))
             append_3(OffsetForLeaderTopicResult(v_topic_4, v_partitions_5))
@@ -377,17 +385,16 @@ def encode_offset_for_leader_epoch_response_v3(m: OffsetForLeaderEpochResponse, 
         x_5 = e_2.partitions
         out += _S0.pack(len(x_5))
         for e_6 in x_5:
-            out += _S3.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
+            out += _S7.pack(e_6.error_code, e_6.partition, e_6.leader_epoch, e_6.end_offset)
 
 
 def decode_offset_for_leader_epoch_response_v4(data: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    v_throttle_time_ms_1, = _S0.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_topics_2: list[OffsetForLeaderTopicResult]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -405,11 +412,13 @@ def decode_offset_for_leader_epoch_response_v4(data: bytes, pos: int) -> tuple[O
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Topic is null')
-            else:
+            if n1 > 0:
                 v_topic_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_topic_4 = ''
+            else:
+                raise DecodeError('non-nullable field Topic is null')
             v_partitions_5: list[EpochEndOffset]
             n1 = data[pos]
             if n1 < 128:
@@ -425,11 +434,11 @@ def decode_offset_for_leader_epoch_response_v4(data: bytes, pos: int) -> tuple[O
                 v_partitions_5 = []
                 append_6 = v_partitions_5.append
                 for _ in range(n1):
-                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10 = _S3.unpack_from(data, pos)
-                    pos += 18
-                    if data[pos] == 0:
-                        pos += 1
+                    v_error_code_7, v_partition_8, v_leader_epoch_9, v_end_offset_10, tag_count2 = _S8.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 19
                     else:
+                        pos += 18
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -483,7 +492,6 @@ def encode_offset_for_leader_epoch_response_v4(m: OffsetForLeaderEpochResponse, 
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S3.pack(e_9.error_code, e_9.partition, e_9.leader_epoch, e_9.end_offset)
-            out.append(0)
+            out += _S9.pack(e_9.error_code, e_9.partition, e_9.leader_epoch, e_9.end_offset)
         out.append(0)
     out.append(0)

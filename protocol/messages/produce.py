@@ -10,14 +10,27 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>hi')
-_S1 = Struct('>i')
-_S2 = Struct('>h')
-_S3 = Struct('>16s')
-_S4 = Struct('>ihq')
-_S5 = Struct('>ihqq')
-_S6 = Struct('>ihqqq')
-_S7 = Struct('>ii')
+_S0 = Struct('>hii')
+_S1 = Struct('>h')
+_S2 = Struct('>i')
+_S3 = Struct('>ii')
+_S4 = Struct('>hi')
+_S5 = Struct('>hiB')
+_S6 = Struct('>iB')
+_S7 = Struct('>ix')
+_S8 = Struct('>16sB')
+_S9 = Struct('>16s')
+_S10 = Struct('>ihq')
+_S11 = Struct('>ihqq')
+_S12 = Struct('>ihqqq')
+_S13 = Struct('>ihqqqi')
+_S14 = Struct('>ih')
+_S15 = Struct('>ihqqqB')
+_S16 = Struct('>iBB')
+_S17 = Struct('>iBx')
+_S18 = Struct('>iiB')
+_S19 = Struct('>iix')
+_S20 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -88,11 +101,9 @@ class ProduceResponse:
 
 
 def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -102,15 +113,17 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -120,11 +133,9 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -138,32 +149,29 @@ def decode_produce_request_v0(data: bytes, pos: int) -> tuple[ProduceRequest, in
 def encode_produce_request_v0(m: ProduceRequest, out: bytearray) -> None:
     if m.transactional_id is not None:
         raise ValueError('attempted to write a non-default TransactionalId at version 0')
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_1 = m.topic_data
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_data
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S1.pack(e_6.index)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_6.index, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S3.pack(e_6.index, len(x_7))
                 out += x_7
 
 
 def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -173,15 +181,17 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -191,11 +201,9 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -209,32 +217,29 @@ def decode_produce_request_v1(data: bytes, pos: int) -> tuple[ProduceRequest, in
 def encode_produce_request_v1(m: ProduceRequest, out: bytearray) -> None:
     if m.transactional_id is not None:
         raise ValueError('attempted to write a non-default TransactionalId at version 1')
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_1 = m.topic_data
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_data
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S1.pack(e_6.index)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_6.index, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S3.pack(e_6.index, len(x_7))
                 out += x_7
 
 
 def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -244,15 +249,17 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -262,11 +269,9 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -280,40 +285,39 @@ def decode_produce_request_v2(data: bytes, pos: int) -> tuple[ProduceRequest, in
 def encode_produce_request_v2(m: ProduceRequest, out: bytearray) -> None:
     if m.transactional_id is not None:
         raise ValueError('attempted to write a non-default TransactionalId at version 2')
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_1 = m.topic_data
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_data
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S1.pack(e_6.index)
             x_7 = e_6.records
             if x_7 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_6.index, -1)
             else:
-                out += _S1.pack(len(x_7))
+                out += _S3.pack(e_6.index, len(x_7))
                 out += x_7
 
 
 def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -323,15 +327,17 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -341,11 +347,9 @@ def decode_produce_request_v3(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -362,42 +366,41 @@ def encode_produce_request_v3(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -407,15 +410,17 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -425,11 +430,9 @@ def decode_produce_request_v4(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -446,42 +449,41 @@ def encode_produce_request_v4(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -491,15 +493,17 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -509,11 +513,9 @@ def decode_produce_request_v5(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -530,42 +532,41 @@ def encode_produce_request_v5(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -575,15 +576,17 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -593,11 +596,9 @@ def decode_produce_request_v6(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -614,42 +615,41 @@ def encode_produce_request_v6(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -659,15 +659,17 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -677,11 +679,9 @@ def decode_produce_request_v7(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -698,42 +698,41 @@ def encode_produce_request_v7(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
 def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, int]:
     v_transactional_id_1: str | None
-    n0, = _S2.unpack_from(data, pos)
+    n0, = _S1.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S0.unpack_from(data, pos)
     v_topic_data_4: list[TopicProduceData]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field TopicData is null')
     elif n0 > len(data) - pos:
@@ -743,15 +742,17 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
         append_5 = v_topic_data_4.append
         for _ in range(n0):
             v_name_6: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionData is null')
@@ -761,11 +762,9 @@ def decode_produce_request_v8(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S3.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 8
                     if n2 < 0:
                         v_records_11 = None
                     else:
@@ -782,25 +781,24 @@ def encode_produce_request_v8(m: ProduceRequest, out: bytearray) -> None:
         out += b'\xff\xff'
     else:
         b_2 = x_1.encode()
-        out += _S2.pack(len(b_2))
+        out += _S1.pack(len(b_2))
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_3 = m.topic_data
-    out += _S1.pack(len(x_3))
+    out += _S2.pack(len(x_3))
     for e_4 in x_3:
         x_5 = e_4.name
         b_6 = x_5.encode()
-        out += _S2.pack(len(b_6))
+        out += _S1.pack(len(b_6))
         out += b_6
         x_7 = e_4.partition_data
-        out += _S1.pack(len(x_7))
+        out += _S2.pack(len(x_7))
         for e_8 in x_7:
-            out += _S1.pack(e_8.index)
             x_9 = e_8.records
             if x_9 is None:
-                out += b'\xff\xff\xff\xff'
+                out += _S3.pack(e_8.index, -1)
             else:
-                out += _S1.pack(len(x_9))
+                out += _S3.pack(e_8.index, len(x_9))
                 out += x_9
 
 
@@ -812,18 +810,19 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
-    v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
+    v_topic_data_4: list[TopicProduceData]
+    if n0 < 128:
+        pos += 7
+    else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -841,11 +840,13 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -861,13 +862,12 @@ def decode_produce_request_v9(data: bytes, pos: int) -> tuple[ProduceRequest, in
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -919,7 +919,7 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -942,15 +942,15 @@ def encode_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -966,18 +966,19 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
-    v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
+    v_topic_data_4: list[TopicProduceData]
+    if n0 < 128:
+        pos += 7
+    else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -995,11 +996,13 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -1015,13 +1018,12 @@ def decode_produce_request_v10(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1073,7 +1075,7 @@ def encode_produce_request_v10(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1096,15 +1098,15 @@ def encode_produce_request_v10(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1120,18 +1122,19 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
-    v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
+    v_topic_data_4: list[TopicProduceData]
+    if n0 < 128:
+        pos += 7
+    else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1149,11 +1152,13 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -1169,13 +1174,12 @@ def decode_produce_request_v11(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1227,7 +1231,7 @@ def encode_produce_request_v11(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1250,15 +1254,15 @@ def encode_produce_request_v11(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1274,18 +1278,19 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
-    v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
+    v_topic_data_4: list[TopicProduceData]
+    if n0 < 128:
+        pos += 7
+    else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1303,11 +1308,13 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_6 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_data_8: list[PartitionProduceData]
             n1 = data[pos]
             if n1 < 128:
@@ -1323,13 +1330,12 @@ def decode_produce_request_v12(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1381,7 +1387,7 @@ def encode_produce_request_v12(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1404,15 +1410,15 @@ def encode_produce_request_v12(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S1.pack(e_12.index)
             x_13 = e_12.records
             if x_13 is None:
-                out.append(0)
+                out += _S7.pack(e_12.index)
             else:
                 u_14 = len(x_13) + 1
                 if u_14 < 128:
-                    out.append(u_14)
+                    out += _S6.pack(e_12.index, u_14)
                 else:
+                    out += _S2.pack(e_12.index)
                     write_uvarint(out, u_14)
                 out += x_13
             out.append(0)
@@ -1428,18 +1434,19 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_transactional_id_1 = None
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acks_2, v_timeout_ms_3 = _S0.unpack_from(data, pos)
-    pos += 6
-    v_topic_data_4: list[TopicProduceData]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_transactional_id_1 = ''
     else:
+        v_transactional_id_1 = None
+    v_acks_2, v_timeout_ms_3, n0 = _S5.unpack_from(data, pos)
+    v_topic_data_4: list[TopicProduceData]
+    if n0 < 128:
+        pos += 7
+    else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1450,13 +1457,12 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
         v_topic_data_4 = []
         append_5 = v_topic_data_4.append
         for _ in range(n0):
-            v_topic_id_7, = _S3.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_7, n1 = _S8.unpack_from(data, pos)
             v_partition_data_8: list[PartitionProduceData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1467,13 +1473,12 @@ def decode_produce_request_v13(data: bytes, pos: int) -> tuple[ProduceRequest, i
                 v_partition_data_8 = []
                 append_9 = v_partition_data_8.append
                 for _ in range(n1):
-                    v_index_10, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    v_index_10, n2 = _S6.unpack_from(data, pos)
                     v_records_11: bytes | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -1525,7 +1530,7 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_3)
         out += b_2
-    out += _S0.pack(m.acks, m.timeout_ms)
+    out += _S4.pack(m.acks, m.timeout_ms)
     x_4 = m.topic_data
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1533,7 +1538,7 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S3.pack(e_6.topic_id)
+        out += _S9.pack(e_6.topic_id)
         x_7 = e_6.partition_data
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1541,15 +1546,15 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S1.pack(e_9.index)
             x_10 = e_9.records
             if x_10 is None:
-                out.append(0)
+                out += _S7.pack(e_9.index)
             else:
                 u_11 = len(x_10) + 1
                 if u_11 < 128:
-                    out.append(u_11)
+                    out += _S6.pack(e_9.index, u_11)
                 else:
+                    out += _S2.pack(e_9.index)
                     write_uvarint(out, u_11)
                 out += x_10
             out.append(0)
@@ -1559,7 +1564,7 @@ def encode_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
 
 def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1570,15 +1575,17 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1588,7 +1595,7 @@ def decode_produce_response_v0(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S10.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
@@ -1599,23 +1606,23 @@ def encode_produce_response_v0(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 0')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 0')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset)
 
 
 def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1626,15 +1633,17 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1644,11 +1653,11 @@ def decode_produce_response_v1(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11 = _S4.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11 = _S10.unpack_from(data, pos)
                     pos += 14
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, -1, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1657,24 +1666,24 @@ def encode_produce_response_v1(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 1')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 1')
-            out += _S4.pack(e_6.index, e_6.error_code, e_6.base_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S10.pack(e_6.index, e_6.error_code, e_6.base_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1685,15 +1694,17 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1703,11 +1714,11 @@ def decode_produce_response_v2(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S11.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1716,24 +1727,24 @@ def encode_produce_response_v2(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 2')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 2')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S11.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1744,15 +1755,17 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1762,11 +1775,11 @@ def decode_produce_response_v3(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S11.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1775,24 +1788,24 @@ def encode_produce_response_v3(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 3')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 3')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S11.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1803,15 +1816,17 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1821,11 +1836,11 @@ def decode_produce_response_v4(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S5.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12 = _S11.unpack_from(data, pos)
                     pos += 22
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, -1, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1834,24 +1849,24 @@ def encode_produce_response_v4(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 4')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 4')
-            out += _S5.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S11.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1862,15 +1877,17 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1880,11 +1897,11 @@ def decode_produce_response_v5(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S12.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1893,24 +1910,24 @@ def encode_produce_response_v5(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 5')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 5')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1921,15 +1938,17 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1939,11 +1958,11 @@ def decode_produce_response_v6(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S12.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -1952,24 +1971,24 @@ def encode_produce_response_v6(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 6')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 6')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -1980,15 +1999,17 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -1998,11 +2019,11 @@ def decode_produce_response_v7(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S12.unpack_from(data, pos)
                     pos += 30
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, [], None, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -2011,24 +2032,24 @@ def encode_produce_response_v7(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 7')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 7')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
-    out += _S1.pack(m.throttle_time_ms)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
     v_responses_1: list[TopicProduceResponse]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Responses is null')
@@ -2039,15 +2060,17 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
         append_4 = v_responses_1.append
         for _ in range(n0):
             v_name_5: str
-            n1, = _S2.unpack_from(data, pos)
+            n1, = _S1.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field PartitionResponses is null')
@@ -2057,11 +2080,9 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S13.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2, = _S1.unpack_from(data, pos)
-                    pos += 4
+                    pos += 34
                     if n2 < 0:
                         raise DecodeError('non-nullable field RecordErrors is null')
                     elif n2 > len(data) - pos:
@@ -2070,28 +2091,30 @@ def decode_produce_response_v8(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
+                            v_batch_index_18, n3 = _S14.unpack_from(data, pos)
                             v_batch_index_error_message_19: str | None
-                            n3, = _S2.unpack_from(data, pos)
-                            pos += 2
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
+                            pos += 6
+                            if n3 > 0:
                                 v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_batch_index_error_message_19 = ''
+                            else:
+                                v_batch_index_error_message_19 = None
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
-                    n2, = _S2.unpack_from(data, pos)
+                    n2, = _S1.unpack_from(data, pos)
                     pos += 2
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     append_8(PartitionProduceResponse(v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, v_record_errors_14, v_error_message_15, LeaderIdAndEpoch()))
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
+    v_throttle_time_ms_2, = _S2.unpack_from(data, pos)
     pos += 4
     return ProduceResponse(v_responses_1, v_throttle_time_ms_2, []), pos
 
@@ -2100,37 +2123,36 @@ def encode_produce_response_v8(m: ProduceResponse, out: bytearray) -> None:
     if m.node_endpoints:
         raise ValueError('attempted to write a non-default NodeEndpoints at version 8')
     x_1 = m.responses
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2.name
         b_4 = x_3.encode()
-        out += _S2.pack(len(b_4))
+        out += _S1.pack(len(b_4))
         out += b_4
         x_5 = e_2.partition_responses
-        out += _S1.pack(len(x_5))
+        out += _S2.pack(len(x_5))
         for e_6 in x_5:
             if (e_6.current_leader.leader_id != -1) or (e_6.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 8')
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
-            out += _S1.pack(len(x_7))
+            out += _S2.pack(len(x_7))
             for e_8 in x_7:
-                out += _S1.pack(e_8.batch_index)
                 x_9 = e_8.batch_index_error_message
                 if x_9 is None:
-                    out += b'\xff\xff'
+                    out += _S14.pack(e_8.batch_index, -1)
                 else:
                     b_10 = x_9.encode()
-                    out += _S2.pack(len(b_10))
+                    out += _S14.pack(e_8.batch_index, len(b_10))
                     out += b_10
             x_11 = e_6.error_message
             if x_11 is None:
                 out += b'\xff\xff'
             else:
                 b_12 = x_11.encode()
-                out += _S2.pack(len(b_12))
+                out += _S1.pack(len(b_12))
                 out += b_12
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -2156,11 +2178,13 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2176,13 +2200,12 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2193,29 +2216,35 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -2224,11 +2253,13 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     if data[pos] == 0:
                         pos += 1
                     else:
@@ -2249,11 +2280,11 @@ def decode_produce_response_v9(data: bytes, pos: int) -> tuple[ProduceResponse, 
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2290,7 +2321,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
         for e_9 in x_7:
             if (e_9.current_leader.leader_id != -1) or (e_9.current_leader.leader_epoch != -1):
                 raise ValueError('attempted to write a non-default CurrentLeader at version 9')
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2298,19 +2329,22 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out.append(0)
+                if e_12.batch_index_error_message == '':
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out.append(u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S7.pack(e_12.batch_index)
                     else:
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S6.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S2.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -2324,8 +2358,7 @@ def encode_produce_response_v9(m: ProduceResponse, out: bytearray) -> None:
                 out += b_17
             out.append(0)
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
-    out.append(0)
+    out += _S7.pack(m.throttle_time_ms)
 
 
 def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse, int]:
@@ -2351,11 +2384,13 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2371,13 +2406,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2388,29 +2422,35 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -2419,11 +2459,13 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -2434,11 +2476,11 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -2458,12 +2500,12 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2484,34 +2526,36 @@ def decode_produce_response_v10(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
-                        v_rack_26: str | None
-                        n1 = data[pos]
-                        if n1 < 128:
-                            pos += 1
+                        elif n1 == 0:
+                            v_host_24 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
+                        v_rack_26: str | None
+                        if n1 < 128:
+                            pos += 5
+                        else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -2549,7 +2593,7 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2557,19 +2601,22 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out.append(0)
+                if e_12.batch_index_error_message == '':
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out.append(u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S7.pack(e_12.batch_index)
                     else:
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S6.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S2.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -2587,12 +2634,11 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S19.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -2605,16 +2651,19 @@ def encode_produce_response_v10(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            tagbuf0 += _S1.pack(e_23.node_id)
-            x_24 = e_23.host
-            b_25 = x_24.encode()
-            u_26 = len(b_25) + 1
-            if u_26 < 128:
-                tagbuf0.append(u_26)
+            if e_23.host == '':
+                tagbuf0 += _S20.pack(e_23.node_id, 1, e_23.port)
             else:
-                write_uvarint(tagbuf0, u_26)
-            tagbuf0 += b_25
-            tagbuf0 += _S1.pack(e_23.port)
+                x_24 = e_23.host
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0 += _S6.pack(e_23.node_id, u_26)
+                else:
+                    tagbuf0 += _S2.pack(e_23.node_id)
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
+                tagbuf0 += _S2.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
                 tagbuf0.append(0)
@@ -2654,11 +2703,13 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2674,13 +2725,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2691,29 +2741,35 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -2722,11 +2778,13 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -2737,11 +2795,11 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -2761,12 +2819,12 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2787,34 +2845,36 @@ def decode_produce_response_v11(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
-                        v_rack_26: str | None
-                        n1 = data[pos]
-                        if n1 < 128:
-                            pos += 1
+                        elif n1 == 0:
+                            v_host_24 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
+                        v_rack_26: str | None
+                        if n1 < 128:
+                            pos += 5
+                        else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -2852,7 +2912,7 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -2860,19 +2920,22 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out.append(0)
+                if e_12.batch_index_error_message == '':
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out.append(u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S7.pack(e_12.batch_index)
                     else:
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S6.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S2.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -2890,12 +2953,11 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S19.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -2908,16 +2970,19 @@ def encode_produce_response_v11(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            tagbuf0 += _S1.pack(e_23.node_id)
-            x_24 = e_23.host
-            b_25 = x_24.encode()
-            u_26 = len(b_25) + 1
-            if u_26 < 128:
-                tagbuf0.append(u_26)
+            if e_23.host == '':
+                tagbuf0 += _S20.pack(e_23.node_id, 1, e_23.port)
             else:
-                write_uvarint(tagbuf0, u_26)
-            tagbuf0 += b_25
-            tagbuf0 += _S1.pack(e_23.port)
+                x_24 = e_23.host
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0 += _S6.pack(e_23.node_id, u_26)
+                else:
+                    tagbuf0 += _S2.pack(e_23.node_id)
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
+                tagbuf0 += _S2.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
                 tagbuf0.append(0)
@@ -2957,11 +3022,13 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_5 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partition_responses_7: list[PartitionProduceResponse]
             n1 = data[pos]
             if n1 < 128:
@@ -2977,13 +3044,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -2994,29 +3060,35 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -3025,11 +3097,13 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -3040,11 +3114,11 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3064,12 +3138,12 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse(v_name_5, ZERO_UUID, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -3090,34 +3164,36 @@ def decode_produce_response_v12(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
-                        v_rack_26: str | None
-                        n1 = data[pos]
-                        if n1 < 128:
-                            pos += 1
+                        elif n1 == 0:
+                            v_host_24 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
+                        v_rack_26: str | None
+                        if n1 < 128:
+                            pos += 5
+                        else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -3155,7 +3231,7 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S6.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
+            out += _S12.pack(e_9.index, e_9.error_code, e_9.base_offset, e_9.log_append_time_ms, e_9.log_start_offset)
             x_10 = e_9.record_errors
             u_11 = len(x_10) + 1
             if u_11 < 128:
@@ -3163,19 +3239,22 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_11)
             for e_12 in x_10:
-                out += _S1.pack(e_12.batch_index)
-                x_13 = e_12.batch_index_error_message
-                if x_13 is None:
-                    out.append(0)
+                if e_12.batch_index_error_message == '':
+                    out += _S17.pack(e_12.batch_index, 1)
                 else:
-                    b_14 = x_13.encode()
-                    u_15 = len(b_14) + 1
-                    if u_15 < 128:
-                        out.append(u_15)
+                    x_13 = e_12.batch_index_error_message
+                    if x_13 is None:
+                        out += _S7.pack(e_12.batch_index)
                     else:
-                        write_uvarint(out, u_15)
-                    out += b_14
-                out.append(0)
+                        b_14 = x_13.encode()
+                        u_15 = len(b_14) + 1
+                        if u_15 < 128:
+                            out += _S6.pack(e_12.batch_index, u_15)
+                        else:
+                            out += _S2.pack(e_12.batch_index)
+                            write_uvarint(out, u_15)
+                        out += b_14
+                    out.append(0)
             x_16 = e_9.error_message
             if x_16 is None:
                 out.append(0)
@@ -3193,12 +3272,11 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_20 = e_9.current_leader
-                tagbuf2 += _S7.pack(s_20.leader_id, s_20.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S19.pack(s_20.leader_id, s_20.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -3211,16 +3289,19 @@ def encode_produce_response_v12(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_22)
         for e_23 in x_21:
-            tagbuf0 += _S1.pack(e_23.node_id)
-            x_24 = e_23.host
-            b_25 = x_24.encode()
-            u_26 = len(b_25) + 1
-            if u_26 < 128:
-                tagbuf0.append(u_26)
+            if e_23.host == '':
+                tagbuf0 += _S20.pack(e_23.node_id, 1, e_23.port)
             else:
-                write_uvarint(tagbuf0, u_26)
-            tagbuf0 += b_25
-            tagbuf0 += _S1.pack(e_23.port)
+                x_24 = e_23.host
+                b_25 = x_24.encode()
+                u_26 = len(b_25) + 1
+                if u_26 < 128:
+                    tagbuf0 += _S6.pack(e_23.node_id, u_26)
+                else:
+                    tagbuf0 += _S2.pack(e_23.node_id)
+                    write_uvarint(tagbuf0, u_26)
+                tagbuf0 += b_25
+                tagbuf0 += _S2.pack(e_23.port)
             x_27 = e_23.rack
             if x_27 is None:
                 tagbuf0.append(0)
@@ -3253,13 +3334,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
         v_responses_1 = []
         append_4 = v_responses_1.append
         for _ in range(n0):
-            v_topic_id_6, = _S3.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_6, n1 = _S8.unpack_from(data, pos)
             v_partition_responses_7: list[PartitionProduceResponse]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -3270,13 +3350,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                 v_partition_responses_7 = []
                 append_8 = v_partition_responses_7.append
                 for _ in range(n1):
-                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13 = _S6.unpack_from(data, pos)
-                    pos += 30
+                    v_index_9, v_error_code_10, v_base_offset_11, v_log_append_time_ms_12, v_log_start_offset_13, n2 = _S15.unpack_from(data, pos)
                     v_record_errors_14: list[BatchIndexAndErrorMessage]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 31
                     else:
+                        pos += 30
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -3287,29 +3366,35 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                         v_record_errors_14 = []
                         append_17 = v_record_errors_14.append
                         for _ in range(n2):
-                            v_batch_index_18, = _S1.unpack_from(data, pos)
-                            pos += 4
                             v_batch_index_error_message_19: str | None
-                            n3 = data[pos]
-                            if n3 < 128:
-                                pos += 1
+                            v_batch_index_18, n3, tag_count3 = _S16.unpack_from(data, pos)
+                            if n3 == 1 and tag_count3 == 0:
+                                v_batch_index_error_message_19 = ''
+                                pos += 6
                             else:
-                                n3, pos = read_uvarint(data, pos)
-                            n3 -= 1
-                            if n3 < 0:
-                                v_batch_index_error_message_19 = None
-                            else:
-                                v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
-                                pos += n3
-                            if data[pos] == 0:
-                                pos += 1
-                            else:
-                                n_tags3, pos = read_uvarint(data, pos)
-                                for _ in range(n_tags3):
-                                    tag3, pos = read_uvarint(data, pos)
-                                    size3, pos = read_uvarint(data, pos)
-                                    end3 = pos + size3
-                                    pos = end3
+                                v_batch_index_18, n3 = _S6.unpack_from(data, pos)
+                                if n3 < 128:
+                                    pos += 5
+                                else:
+                                    pos += 4
+                                    n3, pos = read_uvarint(data, pos)
+                                n3 -= 1
+                                if n3 > 0:
+                                    v_batch_index_error_message_19 = str(data[pos:pos + n3], 'utf-8')
+                                    pos += n3
+                                elif n3 == 0:
+                                    v_batch_index_error_message_19 = ''
+                                else:
+                                    v_batch_index_error_message_19 = None
+                                if data[pos] == 0:
+                                    pos += 1
+                                else:
+                                    n_tags3, pos = read_uvarint(data, pos)
+                                    for _ in range(n_tags3):
+                                        tag3, pos = read_uvarint(data, pos)
+                                        size3, pos = read_uvarint(data, pos)
+                                        end3 = pos + size3
+                                        pos = end3
                             append_17(BatchIndexAndErrorMessage(v_batch_index_18, v_batch_index_error_message_19))
                     v_error_message_15: str | None
                     n2 = data[pos]
@@ -3318,11 +3403,13 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_error_message_15 = ''
+                    else:
+                        v_error_message_15 = None
                     v_current_leader_16: LeaderIdAndEpoch = LeaderIdAndEpoch()
                     if data[pos] == 0:
                         pos += 1
@@ -3333,11 +3420,11 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                             size2, pos = read_uvarint(data, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                v_leader_id_20, v_leader_epoch_21 = _S7.unpack_from(data, pos)
-                                pos += 8
-                                if data[pos] == 0:
-                                    pos += 1
+                                v_leader_id_20, v_leader_epoch_21, tag_count3 = _S18.unpack_from(data, pos)
+                                if tag_count3 == 0:
+                                    pos += 9
                                 else:
+                                    pos += 8
                                     n_tags3, pos = read_uvarint(data, pos)
                                     for _ in range(n_tags3):
                                         tag3, pos = read_uvarint(data, pos)
@@ -3357,12 +3444,12 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     end1 = pos + size1
                     pos = end1
             append_4(TopicProduceResponse('', v_topic_id_6, v_partition_responses_7))
-    v_throttle_time_ms_2, = _S1.unpack_from(data, pos)
-    pos += 4
     v_node_endpoints_3: list[NodeEndpoint] = []
-    if data[pos] == 0:
-        pos += 1
+    v_throttle_time_ms_2, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 5
     else:
+        pos += 4
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -3383,34 +3470,36 @@ def decode_produce_response_v13(data: bytes, pos: int) -> tuple[ProduceResponse,
                     v_node_endpoints_3 = []
                     append_22 = v_node_endpoints_3.append
                     for _ in range(n0):
-                        v_node_id_23, = _S1.unpack_from(data, pos)
-                        pos += 4
+                        v_node_id_23, n1 = _S6.unpack_from(data, pos)
                         v_host_24: str
-                        n1 = data[pos]
                         if n1 < 128:
-                            pos += 1
+                            pos += 5
                         else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n1 > 0:
                             v_host_24 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
-                        v_port_25, = _S1.unpack_from(data, pos)
-                        pos += 4
-                        v_rack_26: str | None
-                        n1 = data[pos]
-                        if n1 < 128:
-                            pos += 1
+                        elif n1 == 0:
+                            v_host_24 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_25, n1 = _S6.unpack_from(data, pos)
+                        v_rack_26: str | None
+                        if n1 < 128:
+                            pos += 5
+                        else:
+                            pos += 4
                             n1, pos = read_uvarint(data, pos)
                         n1 -= 1
-                        if n1 < 0:
-                            v_rack_26 = None
-                        else:
+                        if n1 > 0:
                             v_rack_26 = str(data[pos:pos + n1], 'utf-8')
                             pos += n1
+                        elif n1 == 0:
+                            v_rack_26 = ''
+                        else:
+                            v_rack_26 = None
                         if data[pos] == 0:
                             pos += 1
                         else:
@@ -3433,7 +3522,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S3.pack(e_3.topic_id)
+        out += _S9.pack(e_3.topic_id)
         x_4 = e_3.partition_responses
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -3441,7 +3530,7 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S6.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
+            out += _S12.pack(e_6.index, e_6.error_code, e_6.base_offset, e_6.log_append_time_ms, e_6.log_start_offset)
             x_7 = e_6.record_errors
             u_8 = len(x_7) + 1
             if u_8 < 128:
@@ -3449,19 +3538,22 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_8)
             for e_9 in x_7:
-                out += _S1.pack(e_9.batch_index)
-                x_10 = e_9.batch_index_error_message
-                if x_10 is None:
-                    out.append(0)
+                if e_9.batch_index_error_message == '':
+                    out += _S17.pack(e_9.batch_index, 1)
                 else:
-                    b_11 = x_10.encode()
-                    u_12 = len(b_11) + 1
-                    if u_12 < 128:
-                        out.append(u_12)
+                    x_10 = e_9.batch_index_error_message
+                    if x_10 is None:
+                        out += _S7.pack(e_9.batch_index)
                     else:
-                        write_uvarint(out, u_12)
-                    out += b_11
-                out.append(0)
+                        b_11 = x_10.encode()
+                        u_12 = len(b_11) + 1
+                        if u_12 < 128:
+                            out += _S6.pack(e_9.batch_index, u_12)
+                        else:
+                            out += _S2.pack(e_9.batch_index)
+                            write_uvarint(out, u_12)
+                        out += b_11
+                    out.append(0)
             x_13 = e_6.error_message
             if x_13 is None:
                 out.append(0)
@@ -3479,12 +3571,11 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
                 write_uvarint(out, 0)
                 tagbuf2 = bytearray()
                 s_17 = e_6.current_leader
-                tagbuf2 += _S7.pack(s_17.leader_id, s_17.leader_epoch)
-                tagbuf2.append(0)
+                tagbuf2 += _S19.pack(s_17.leader_id, s_17.leader_epoch)
                 write_uvarint(out, len(tagbuf2))
                 out += tagbuf2
         out.append(0)
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S2.pack(m.throttle_time_ms)
     tags0 = (m.node_endpoints != [])
     write_uvarint(out, tags0)
     if m.node_endpoints != []:
@@ -3497,16 +3588,19 @@ def encode_produce_response_v13(m: ProduceResponse, out: bytearray) -> None:
         else:
             write_uvarint(tagbuf0, u_19)
         for e_20 in x_18:
-            tagbuf0 += _S1.pack(e_20.node_id)
-            x_21 = e_20.host
-            b_22 = x_21.encode()
-            u_23 = len(b_22) + 1
-            if u_23 < 128:
-                tagbuf0.append(u_23)
+            if e_20.host == '':
+                tagbuf0 += _S20.pack(e_20.node_id, 1, e_20.port)
             else:
-                write_uvarint(tagbuf0, u_23)
-            tagbuf0 += b_22
-            tagbuf0 += _S1.pack(e_20.port)
+                x_21 = e_20.host
+                b_22 = x_21.encode()
+                u_23 = len(b_22) + 1
+                if u_23 < 128:
+                    tagbuf0 += _S6.pack(e_20.node_id, u_23)
+                else:
+                    tagbuf0 += _S2.pack(e_20.node_id)
+                    write_uvarint(tagbuf0, u_23)
+                tagbuf0 += b_22
+                tagbuf0 += _S2.pack(e_20.port)
             x_24 = e_20.rack
             if x_24 is None:
                 tagbuf0.append(0)

@@ -10,8 +10,13 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>i')
-_S1 = Struct('>h')
+_S1 = Struct('>hh')
 _S2 = Struct('>q')
+_S3 = Struct('>hB')
+_S4 = Struct('>qB')
+_S5 = Struct('>hx')
+_S6 = Struct('>h')
+_S7 = Struct('>qx')
 
 
 @dataclass(slots=True)
@@ -100,16 +105,16 @@ def encode_sasl_authenticate_request_v2(m: SaslAuthenticateRequest, out: bytearr
 
 
 def decode_sasl_authenticate_response_v0(data: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S1.unpack_from(data, pos)
     v_error_message_2: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_error_message_2 = None
-    else:
+    pos += 4
+    if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_2 = ''
+    else:
+        v_error_message_2 = None
     v_auth_bytes_3: bytes
     n0, = _S0.unpack_from(data, pos)
     pos += 4
@@ -122,13 +127,12 @@ def decode_sasl_authenticate_response_v0(data: bytes, pos: int) -> tuple[SaslAut
 
 
 def encode_sasl_authenticate_response_v0(m: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S1.pack(m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S1.pack(m.error_code, len(b_2))
         out += b_2
     x_3 = m.auth_bytes
     out += _S0.pack(len(x_3))
@@ -136,16 +140,16 @@ def encode_sasl_authenticate_response_v0(m: SaslAuthenticateResponse, out: bytea
 
 
 def decode_sasl_authenticate_response_v1(data: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S1.unpack_from(data, pos)
     v_error_message_2: str | None
-    n0, = _S1.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        v_error_message_2 = None
-    else:
+    pos += 4
+    if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_2 = ''
+    else:
+        v_error_message_2 = None
     v_auth_bytes_3: bytes
     n0, = _S0.unpack_from(data, pos)
     pos += 4
@@ -160,13 +164,12 @@ def decode_sasl_authenticate_response_v1(data: bytes, pos: int) -> tuple[SaslAut
 
 
 def encode_sasl_authenticate_response_v1(m: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
     x_1 = m.error_message
     if x_1 is None:
-        out += b'\xff\xff'
+        out += _S1.pack(m.error_code, -1)
     else:
         b_2 = x_1.encode()
-        out += _S1.pack(len(b_2))
+        out += _S1.pack(m.error_code, len(b_2))
         out += b_2
     x_3 = m.auth_bytes
     out += _S0.pack(len(x_3))
@@ -175,20 +178,21 @@ def encode_sasl_authenticate_response_v1(m: SaslAuthenticateResponse, out: bytea
 
 
 def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code_1, = _S1.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S3.unpack_from(data, pos)
     v_error_message_2: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 3
     else:
+        pos += 2
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_2 = None
-    else:
+    if n0 > 0:
         v_error_message_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_2 = ''
+    else:
+        v_error_message_2 = None
     v_auth_bytes_3: bytes
     n0 = data[pos]
     if n0 < 128:
@@ -201,11 +205,11 @@ def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAut
     else:
         v_auth_bytes_3 = data[pos:pos + n0]
         pos += n0
-    v_session_lifetime_ms_4, = _S2.unpack_from(data, pos)
-    pos += 8
-    if data[pos] == 0:
-        pos += 1
+    v_session_lifetime_ms_4, tag_count0 = _S4.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 9
     else:
+        pos += 8
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -216,18 +220,21 @@ def decode_sasl_authenticate_response_v2(data: bytes, pos: int) -> tuple[SaslAut
 
 
 def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S1.pack(m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S3.pack(m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S5.pack(m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.error_code, u_3)
+            else:
+                out += _S6.pack(m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.auth_bytes
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -235,5 +242,4 @@ def encode_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytea
     else:
         write_uvarint(out, u_5)
     out += x_4
-    out += _S2.pack(m.session_lifetime_ms)
-    out.append(0)
+    out += _S7.pack(m.session_lifetime_ms)

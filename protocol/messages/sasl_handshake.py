@@ -10,7 +10,8 @@ from struct import Struct
 from protocol.primitives import DecodeError
 
 _S0 = Struct('>h')
-_S1 = Struct('>i')
+_S1 = Struct('>hi')
+_S2 = Struct('>i')
 
 
 @dataclass(slots=True)
@@ -28,11 +29,13 @@ def decode_sasl_handshake_request_v0(data: bytes, pos: int) -> tuple[SaslHandsha
     v_mechanism_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Mechanism is null')
-    else:
+    if n0 > 0:
         v_mechanism_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_mechanism_1 = ''
+    else:
+        raise DecodeError('non-nullable field Mechanism is null')
     return SaslHandshakeRequest(v_mechanism_1), pos
 
 
@@ -47,11 +50,13 @@ def decode_sasl_handshake_request_v1(data: bytes, pos: int) -> tuple[SaslHandsha
     v_mechanism_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field Mechanism is null')
-    else:
+    if n0 > 0:
         v_mechanism_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_mechanism_1 = ''
+    else:
+        raise DecodeError('non-nullable field Mechanism is null')
     return SaslHandshakeRequest(v_mechanism_1), pos
 
 
@@ -63,11 +68,9 @@ def encode_sasl_handshake_request_v1(m: SaslHandshakeRequest, out: bytearray) ->
 
 
 def decode_sasl_handshake_response_v0(data: bytes, pos: int) -> tuple[SaslHandshakeResponse, int]:
-    v_error_code_1, = _S0.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S1.unpack_from(data, pos)
     v_mechanisms_2: list[str]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field Mechanisms is null')
     elif n0 > len(data) - pos:
@@ -79,11 +82,13 @@ def decode_sasl_handshake_response_v0(data: bytes, pos: int) -> tuple[SaslHandsh
             e_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Mechanisms[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Mechanisms[] is null')
             append_3(e_4)
     return SaslHandshakeResponse(v_error_code_1, v_mechanisms_2), pos
 
@@ -91,7 +96,7 @@ def decode_sasl_handshake_response_v0(data: bytes, pos: int) -> tuple[SaslHandsh
 def encode_sasl_handshake_response_v0(m: SaslHandshakeResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
     x_1 = m.mechanisms
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2
         b_4 = x_3.encode()
@@ -100,11 +105,9 @@ def encode_sasl_handshake_response_v0(m: SaslHandshakeResponse, out: bytearray) 
 
 
 def decode_sasl_handshake_response_v1(data: bytes, pos: int) -> tuple[SaslHandshakeResponse, int]:
-    v_error_code_1, = _S0.unpack_from(data, pos)
-    pos += 2
+    v_error_code_1, n0 = _S1.unpack_from(data, pos)
     v_mechanisms_2: list[str]
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field Mechanisms is null')
     elif n0 > len(data) - pos:
@@ -116,11 +119,13 @@ def decode_sasl_handshake_response_v1(data: bytes, pos: int) -> tuple[SaslHandsh
             e_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Mechanisms[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field Mechanisms[] is null')
             append_3(e_4)
     return SaslHandshakeResponse(v_error_code_1, v_mechanisms_2), pos
 
@@ -128,7 +133,7 @@ def decode_sasl_handshake_response_v1(data: bytes, pos: int) -> tuple[SaslHandsh
 def encode_sasl_handshake_response_v1(m: SaslHandshakeResponse, out: bytearray) -> None:
     out += _S0.pack(m.error_code)
     x_1 = m.mechanisms
-    out += _S1.pack(len(x_1))
+    out += _S2.pack(len(x_1))
     for e_2 in x_1:
         x_3 = e_2
         b_4 = x_3.encode()

@@ -10,12 +10,21 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>i')
-_S1 = Struct('>16s')
-_S2 = Struct('>qq')
-_S3 = Struct('>i?')
-_S4 = Struct('>ih')
-_S5 = Struct('>ii')
+_S0 = Struct('>iB')
+_S1 = Struct('>16sB')
+_S2 = Struct('>qqB')
+_S3 = Struct('>i')
+_S4 = Struct('>16s')
+_S5 = Struct('>qq')
+_S6 = Struct('>i?B')
+_S7 = Struct('>i?')
+_S8 = Struct('>ihB')
+_S9 = Struct('>iiB')
+_S10 = Struct('>ihx')
+_S11 = Struct('>ih')
+_S12 = Struct('>iix')
+_S13 = Struct('>iBi')
+_S14 = Struct('>ihBi')
 
 
 @dataclass(slots=True)
@@ -92,11 +101,13 @@ def decode_share_acknowledge_request_v1(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -104,18 +115,19 @@ def decode_share_acknowledge_request_v1(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_share_session_epoch_3, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_topics_5: list[AcknowledgeTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        v_member_id_2 = None
+    v_share_session_epoch_3, n0 = _S0.unpack_from(data, pos)
+    v_topics_5: list[AcknowledgeTopic]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -126,13 +138,12 @@ def decode_share_acknowledge_request_v1(data: bytes, pos: int) -> tuple[ShareAck
         v_topics_5 = []
         append_6 = v_topics_5.append
         for _ in range(n0):
-            v_topic_id_7, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_7, n1 = _S1.unpack_from(data, pos)
             v_partitions_8: list[AcknowledgePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -143,13 +154,12 @@ def decode_share_acknowledge_request_v1(data: bytes, pos: int) -> tuple[ShareAck
                 v_partitions_8 = []
                 append_9 = v_partitions_8.append
                 for _ in range(n1):
-                    v_partition_index_10, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_10, n2 = _S0.unpack_from(data, pos)
                     v_acknowledgement_batches_11: list[AcknowledgementBatch]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -160,13 +170,12 @@ def decode_share_acknowledge_request_v1(data: bytes, pos: int) -> tuple[ShareAck
                         v_acknowledgement_batches_11 = []
                         append_12 = v_acknowledgement_batches_11.append
                         for _ in range(n2):
-                            v_first_offset_13, v_last_offset_14 = _S2.unpack_from(data, pos)
-                            pos += 16
+                            v_first_offset_13, v_last_offset_14, n3 = _S2.unpack_from(data, pos)
                             v_acknowledge_types_15: list[int]
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -243,7 +252,7 @@ def encode_share_acknowledge_request_v1(m: ShareAcknowledgeRequest, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.share_session_epoch)
+    out += _S3.pack(m.share_session_epoch)
     x_7 = m.topics
     u_8 = len(x_7) + 1
     if u_8 < 128:
@@ -251,7 +260,7 @@ def encode_share_acknowledge_request_v1(m: ShareAcknowledgeRequest, out: bytearr
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S1.pack(e_9.topic_id)
+        out += _S4.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -259,7 +268,7 @@ def encode_share_acknowledge_request_v1(m: ShareAcknowledgeRequest, out: bytearr
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S0.pack(e_12.partition_index)
+            out += _S3.pack(e_12.partition_index)
             x_13 = e_12.acknowledgement_batches
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -267,7 +276,7 @@ def encode_share_acknowledge_request_v1(m: ShareAcknowledgeRequest, out: bytearr
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S2.pack(e_15.first_offset, e_15.last_offset)
+                out += _S5.pack(e_15.first_offset, e_15.last_offset)
                 x_16 = e_15.acknowledge_types
                 u_17 = len(x_16) + 1
                 if u_17 < 128:
@@ -289,11 +298,13 @@ def decode_share_acknowledge_request_v2(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -301,18 +312,19 @@ def decode_share_acknowledge_request_v2(data: bytes, pos: int) -> tuple[ShareAck
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_share_session_epoch_3, v_is_renew_ack_4 = _S3.unpack_from(data, pos)
-    pos += 5
-    v_topics_5: list[AcknowledgeTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        v_member_id_2 = None
+    v_share_session_epoch_3, v_is_renew_ack_4, n0 = _S6.unpack_from(data, pos)
+    v_topics_5: list[AcknowledgeTopic]
+    if n0 < 128:
+        pos += 6
+    else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -323,13 +335,12 @@ def decode_share_acknowledge_request_v2(data: bytes, pos: int) -> tuple[ShareAck
         v_topics_5 = []
         append_6 = v_topics_5.append
         for _ in range(n0):
-            v_topic_id_7, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_7, n1 = _S1.unpack_from(data, pos)
             v_partitions_8: list[AcknowledgePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -340,13 +351,12 @@ def decode_share_acknowledge_request_v2(data: bytes, pos: int) -> tuple[ShareAck
                 v_partitions_8 = []
                 append_9 = v_partitions_8.append
                 for _ in range(n1):
-                    v_partition_index_10, = _S0.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_10, n2 = _S0.unpack_from(data, pos)
                     v_acknowledgement_batches_11: list[AcknowledgementBatch]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -357,13 +367,12 @@ def decode_share_acknowledge_request_v2(data: bytes, pos: int) -> tuple[ShareAck
                         v_acknowledgement_batches_11 = []
                         append_12 = v_acknowledgement_batches_11.append
                         for _ in range(n2):
-                            v_first_offset_13, v_last_offset_14 = _S2.unpack_from(data, pos)
-                            pos += 16
+                            v_first_offset_13, v_last_offset_14, n3 = _S2.unpack_from(data, pos)
                             v_acknowledge_types_15: list[int]
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -438,7 +447,7 @@ def encode_share_acknowledge_request_v2(m: ShareAcknowledgeRequest, out: bytearr
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S3.pack(m.share_session_epoch, m.is_renew_ack)
+    out += _S7.pack(m.share_session_epoch, m.is_renew_ack)
     x_7 = m.topics
     u_8 = len(x_7) + 1
     if u_8 < 128:
@@ -446,7 +455,7 @@ def encode_share_acknowledge_request_v2(m: ShareAcknowledgeRequest, out: bytearr
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S1.pack(e_9.topic_id)
+        out += _S4.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -454,7 +463,7 @@ def encode_share_acknowledge_request_v2(m: ShareAcknowledgeRequest, out: bytearr
         else:
             write_uvarint(out, u_11)
         for e_12 in x_10:
-            out += _S0.pack(e_12.partition_index)
+            out += _S3.pack(e_12.partition_index)
             x_13 = e_12.acknowledgement_batches
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -462,7 +471,7 @@ def encode_share_acknowledge_request_v2(m: ShareAcknowledgeRequest, out: bytearr
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S2.pack(e_15.first_offset, e_15.last_offset)
+                out += _S5.pack(e_15.first_offset, e_15.last_offset)
                 x_16 = e_15.acknowledge_types
                 u_17 = len(x_16) + 1
                 if u_17 < 128:
@@ -477,20 +486,21 @@ def encode_share_acknowledge_request_v2(m: ShareAcknowledgeRequest, out: bytearr
 
 
 def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_responses_5: list[ShareAcknowledgeTopicResponse]
     n0 = data[pos]
     if n0 < 128:
@@ -506,13 +516,12 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
         v_responses_5 = []
         append_7 = v_responses_5.append
         for _ in range(n0):
-            v_topic_id_8, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S1.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -523,26 +532,27 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12 = _S4.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_11, v_error_code_12, n2 = _S8.unpack_from(data, pos)
                     v_error_message_13: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 7
                     else:
+                        pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_current_leader_14: LeaderIdAndEpoch
-                    v_leader_id_15, v_leader_epoch_16 = _S5.unpack_from(data, pos)
-                    pos += 8
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_error_message_13 = ''
                     else:
+                        v_error_message_13 = None
+                    v_current_leader_14: LeaderIdAndEpoch
+                    v_leader_id_15, v_leader_epoch_16, tag_count3 = _S9.unpack_from(data, pos)
+                    if tag_count3 == 0:
+                        pos += 9
+                    else:
+                        pos += 8
                         n_tags3, pos = read_uvarint(data, pos)
                         for _ in range(n_tags3):
                             tag3, pos = read_uvarint(data, pos)
@@ -585,34 +595,36 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
         v_node_endpoints_6 = []
         append_17 = v_node_endpoints_6.append
         for _ in range(n0):
-            v_node_id_18, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_18, n1 = _S0.unpack_from(data, pos)
             v_host_19: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_19 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_20, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_21: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_19 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_20, n1 = _S0.unpack_from(data, pos)
+            v_rack_21: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_21 = None
-            else:
+            if n1 > 0:
                 v_rack_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_21 = ''
+            else:
+                v_rack_21 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -636,18 +648,21 @@ def decode_share_acknowledge_response_v1(data: bytes, pos: int) -> tuple[ShareAc
 
 
 def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S8.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S11.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -655,7 +670,7 @@ def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytea
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S1.pack(e_6.topic_id)
+        out += _S4.pack(e_6.topic_id)
         x_7 = e_6.partitions
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -663,21 +678,23 @@ def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytea
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S4.pack(e_9.partition_index, e_9.error_code)
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out.append(0)
+            if e_9.error_message == '':
+                out += _S8.pack(e_9.partition_index, e_9.error_code, 1)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S10.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S8.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S11.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
             s_14 = e_9.current_leader
-            out += _S5.pack(s_14.leader_id, s_14.leader_epoch)
-            out.append(0)
+            out += _S12.pack(s_14.leader_id, s_14.leader_epoch)
             out.append(0)
         out.append(0)
     x_15 = m.node_endpoints
@@ -687,16 +704,19 @@ def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytea
     else:
         write_uvarint(out, u_16)
     for e_17 in x_15:
-        out += _S0.pack(e_17.node_id)
-        x_18 = e_17.host
-        b_19 = x_18.encode()
-        u_20 = len(b_19) + 1
-        if u_20 < 128:
-            out.append(u_20)
+        if e_17.host == '':
+            out += _S13.pack(e_17.node_id, 1, e_17.port)
         else:
-            write_uvarint(out, u_20)
-        out += b_19
-        out += _S0.pack(e_17.port)
+            x_18 = e_17.host
+            b_19 = x_18.encode()
+            u_20 = len(b_19) + 1
+            if u_20 < 128:
+                out += _S0.pack(e_17.node_id, u_20)
+            else:
+                out += _S3.pack(e_17.node_id)
+                write_uvarint(out, u_20)
+            out += b_19
+            out += _S3.pack(e_17.port)
         x_21 = e_17.rack
         if x_21 is None:
             out.append(0)
@@ -713,27 +733,27 @@ def encode_share_acknowledge_response_v1(m: ShareAcknowledgeResponse, out: bytea
 
 
 def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S4.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S8.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acquisition_lock_timeout_ms_4, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_responses_5: list[ShareAcknowledgeTopicResponse]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_error_message_3 = ''
     else:
+        v_error_message_3 = None
+    v_acquisition_lock_timeout_ms_4, n0 = _S0.unpack_from(data, pos)
+    v_responses_5: list[ShareAcknowledgeTopicResponse]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -744,13 +764,12 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
         v_responses_5 = []
         append_7 = v_responses_5.append
         for _ in range(n0):
-            v_topic_id_8, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S1.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -761,26 +780,27 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12 = _S4.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_11, v_error_code_12, n2 = _S8.unpack_from(data, pos)
                     v_error_message_13: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 7
                     else:
+                        pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_current_leader_14: LeaderIdAndEpoch
-                    v_leader_id_15, v_leader_epoch_16 = _S5.unpack_from(data, pos)
-                    pos += 8
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_error_message_13 = ''
                     else:
+                        v_error_message_13 = None
+                    v_current_leader_14: LeaderIdAndEpoch
+                    v_leader_id_15, v_leader_epoch_16, tag_count3 = _S9.unpack_from(data, pos)
+                    if tag_count3 == 0:
+                        pos += 9
+                    else:
+                        pos += 8
                         n_tags3, pos = read_uvarint(data, pos)
                         for _ in range(n_tags3):
                             tag3, pos = read_uvarint(data, pos)
@@ -823,34 +843,36 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
         v_node_endpoints_6 = []
         append_17 = v_node_endpoints_6.append
         for _ in range(n0):
-            v_node_id_18, = _S0.unpack_from(data, pos)
-            pos += 4
+            v_node_id_18, n1 = _S0.unpack_from(data, pos)
             v_host_19: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_19 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_20, = _S0.unpack_from(data, pos)
-            pos += 4
-            v_rack_21: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_19 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_20, n1 = _S0.unpack_from(data, pos)
+            v_rack_21: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_21 = None
-            else:
+            if n1 > 0:
                 v_rack_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_21 = ''
+            else:
+                v_rack_21 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -874,19 +896,22 @@ def decode_share_acknowledge_response_v2(data: bytes, pos: int) -> tuple[ShareAc
 
 
 def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytearray) -> None:
-    out += _S4.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S14.pack(m.throttle_time_ms, m.error_code, 1, m.acquisition_lock_timeout_ms)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S10.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S0.pack(m.acquisition_lock_timeout_ms)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S8.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S11.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S3.pack(m.acquisition_lock_timeout_ms)
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -894,7 +919,7 @@ def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytea
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S1.pack(e_6.topic_id)
+        out += _S4.pack(e_6.topic_id)
         x_7 = e_6.partitions
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -902,21 +927,23 @@ def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytea
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S4.pack(e_9.partition_index, e_9.error_code)
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out.append(0)
+            if e_9.error_message == '':
+                out += _S8.pack(e_9.partition_index, e_9.error_code, 1)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S10.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S8.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S11.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
             s_14 = e_9.current_leader
-            out += _S5.pack(s_14.leader_id, s_14.leader_epoch)
-            out.append(0)
+            out += _S12.pack(s_14.leader_id, s_14.leader_epoch)
             out.append(0)
         out.append(0)
     x_15 = m.node_endpoints
@@ -926,16 +953,19 @@ def encode_share_acknowledge_response_v2(m: ShareAcknowledgeResponse, out: bytea
     else:
         write_uvarint(out, u_16)
     for e_17 in x_15:
-        out += _S0.pack(e_17.node_id)
-        x_18 = e_17.host
-        b_19 = x_18.encode()
-        u_20 = len(b_19) + 1
-        if u_20 < 128:
-            out.append(u_20)
+        if e_17.host == '':
+            out += _S13.pack(e_17.node_id, 1, e_17.port)
         else:
-            write_uvarint(out, u_20)
-        out += b_19
-        out += _S0.pack(e_17.port)
+            x_18 = e_17.host
+            b_19 = x_18.encode()
+            u_20 = len(b_19) + 1
+            if u_20 < 128:
+                out += _S0.pack(e_17.node_id, u_20)
+            else:
+                out += _S3.pack(e_17.node_id)
+                write_uvarint(out, u_20)
+            out += b_19
+            out += _S3.pack(e_17.port)
         x_21 = e_17.rack
         if x_21 is None:
             out.append(0)

@@ -10,15 +10,28 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>iiiiii')
-_S1 = Struct('>16s')
-_S2 = Struct('>i')
-_S3 = Struct('>qq')
-_S4 = Struct('>iiiiiib?')
-_S5 = Struct('>ih')
-_S6 = Struct('>h')
-_S7 = Struct('>ii')
-_S8 = Struct('>qqh')
+_S0 = Struct('>iiiiiiB')
+_S1 = Struct('>16sB')
+_S2 = Struct('>iB')
+_S3 = Struct('>qqB')
+_S4 = Struct('>iiiiii')
+_S5 = Struct('>16s')
+_S6 = Struct('>i')
+_S7 = Struct('>qq')
+_S8 = Struct('>iiiiiib?B')
+_S9 = Struct('>iiiiiib?')
+_S10 = Struct('>ihB')
+_S11 = Struct('>hB')
+_S12 = Struct('>iiB')
+_S13 = Struct('>qqhB')
+_S14 = Struct('>ihBi')
+_S15 = Struct('>ihx')
+_S16 = Struct('>ih')
+_S17 = Struct('>ihBh')
+_S18 = Struct('>h')
+_S19 = Struct('>iix')
+_S20 = Struct('>qqhx')
+_S21 = Struct('>iBi')
 
 
 @dataclass(slots=True)
@@ -120,11 +133,13 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -132,18 +147,19 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_share_session_epoch_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_max_records_7, v_batch_size_8 = _S0.unpack_from(data, pos)
-    pos += 24
-    v_topics_11: list[FetchTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        v_member_id_2 = None
+    v_share_session_epoch_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_max_records_7, v_batch_size_8, n0 = _S0.unpack_from(data, pos)
+    v_topics_11: list[FetchTopic]
+    if n0 < 128:
+        pos += 25
+    else:
+        pos += 24
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -154,13 +170,12 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
         v_topics_11 = []
         append_13 = v_topics_11.append
         for _ in range(n0):
-            v_topic_id_14, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_14, n1 = _S1.unpack_from(data, pos)
             v_partitions_15: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -171,13 +186,12 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
                 v_partitions_15 = []
                 append_16 = v_partitions_15.append
                 for _ in range(n1):
-                    v_partition_index_17, = _S2.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_17, n2 = _S2.unpack_from(data, pos)
                     v_acknowledgement_batches_19: list[AcknowledgementBatch]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -188,13 +202,12 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
                         v_acknowledgement_batches_19 = []
                         append_20 = v_acknowledgement_batches_19.append
                         for _ in range(n2):
-                            v_first_offset_21, v_last_offset_22 = _S3.unpack_from(data, pos)
-                            pos += 16
+                            v_first_offset_21, v_last_offset_22, n3 = _S3.unpack_from(data, pos)
                             v_acknowledge_types_23: list[int]
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -249,13 +262,12 @@ def decode_share_fetch_request_v1(data: bytes, pos: int) -> tuple[ShareFetchRequ
         v_forgotten_topics_data_12 = []
         append_24 = v_forgotten_topics_data_12.append
         for _ in range(n0):
-            v_topic_id_25, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_25, n1 = _S1.unpack_from(data, pos)
             v_partitions_26: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -312,7 +324,7 @@ def encode_share_fetch_request_v1(m: ShareFetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size)
+    out += _S4.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size)
     x_7 = m.topics
     u_8 = len(x_7) + 1
     if u_8 < 128:
@@ -320,7 +332,7 @@ def encode_share_fetch_request_v1(m: ShareFetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S1.pack(e_9.topic_id)
+        out += _S5.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -330,7 +342,7 @@ def encode_share_fetch_request_v1(m: ShareFetchRequest, out: bytearray) -> None:
         for e_12 in x_10:
             if e_12.partition_max_bytes != 0:
                 raise ValueError('attempted to write a non-default PartitionMaxBytes at version 1')
-            out += _S2.pack(e_12.partition_index)
+            out += _S6.pack(e_12.partition_index)
             x_13 = e_12.acknowledgement_batches
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -338,7 +350,7 @@ def encode_share_fetch_request_v1(m: ShareFetchRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S3.pack(e_15.first_offset, e_15.last_offset)
+                out += _S7.pack(e_15.first_offset, e_15.last_offset)
                 x_16 = e_15.acknowledge_types
                 u_17 = len(x_16) + 1
                 if u_17 < 128:
@@ -356,7 +368,7 @@ def encode_share_fetch_request_v1(m: ShareFetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_19)
     for e_20 in x_18:
-        out += _S1.pack(e_20.topic_id)
+        out += _S5.pack(e_20.topic_id)
         x_21 = e_20.partitions
         u_22 = len(x_21) + 1
         if u_22 < 128:
@@ -376,11 +388,13 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_id_1 = None
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        v_group_id_1 = None
     v_member_id_2: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -388,18 +402,19 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_2 = None
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_share_session_epoch_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_max_records_7, v_batch_size_8, v_share_acquire_mode_9, v_is_renew_ack_10 = _S4.unpack_from(data, pos)
-    pos += 26
-    v_topics_11: list[FetchTopic]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        v_member_id_2 = None
+    v_share_session_epoch_3, v_max_wait_ms_4, v_min_bytes_5, v_max_bytes_6, v_max_records_7, v_batch_size_8, v_share_acquire_mode_9, v_is_renew_ack_10, n0 = _S8.unpack_from(data, pos)
+    v_topics_11: list[FetchTopic]
+    if n0 < 128:
+        pos += 27
+    else:
+        pos += 26
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -410,13 +425,12 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
         v_topics_11 = []
         append_13 = v_topics_11.append
         for _ in range(n0):
-            v_topic_id_14, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_14, n1 = _S1.unpack_from(data, pos)
             v_partitions_15: list[FetchPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -427,13 +441,12 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
                 v_partitions_15 = []
                 append_16 = v_partitions_15.append
                 for _ in range(n1):
-                    v_partition_index_17, = _S2.unpack_from(data, pos)
-                    pos += 4
+                    v_partition_index_17, n2 = _S2.unpack_from(data, pos)
                     v_acknowledgement_batches_19: list[AcknowledgementBatch]
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 5
                     else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
                     if n2 < 0:
@@ -444,13 +457,12 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
                         v_acknowledgement_batches_19 = []
                         append_20 = v_acknowledgement_batches_19.append
                         for _ in range(n2):
-                            v_first_offset_21, v_last_offset_22 = _S3.unpack_from(data, pos)
-                            pos += 16
+                            v_first_offset_21, v_last_offset_22, n3 = _S3.unpack_from(data, pos)
                             v_acknowledge_types_23: list[int]
-                            n3 = data[pos]
                             if n3 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
                             if n3 < 0:
@@ -505,13 +517,12 @@ def decode_share_fetch_request_v2(data: bytes, pos: int) -> tuple[ShareFetchRequ
         v_forgotten_topics_data_12 = []
         append_24 = v_forgotten_topics_data_12.append
         for _ in range(n0):
-            v_topic_id_25, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_25, n1 = _S1.unpack_from(data, pos)
             v_partitions_26: list[int]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -566,7 +577,7 @@ def encode_share_fetch_request_v2(m: ShareFetchRequest, out: bytearray) -> None:
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S4.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size, m.share_acquire_mode, m.is_renew_ack)
+    out += _S9.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size, m.share_acquire_mode, m.is_renew_ack)
     x_7 = m.topics
     u_8 = len(x_7) + 1
     if u_8 < 128:
@@ -574,7 +585,7 @@ def encode_share_fetch_request_v2(m: ShareFetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_8)
     for e_9 in x_7:
-        out += _S1.pack(e_9.topic_id)
+        out += _S5.pack(e_9.topic_id)
         x_10 = e_9.partitions
         u_11 = len(x_10) + 1
         if u_11 < 128:
@@ -584,7 +595,7 @@ def encode_share_fetch_request_v2(m: ShareFetchRequest, out: bytearray) -> None:
         for e_12 in x_10:
             if e_12.partition_max_bytes != 0:
                 raise ValueError('attempted to write a non-default PartitionMaxBytes at version 2')
-            out += _S2.pack(e_12.partition_index)
+            out += _S6.pack(e_12.partition_index)
             x_13 = e_12.acknowledgement_batches
             u_14 = len(x_13) + 1
             if u_14 < 128:
@@ -592,7 +603,7 @@ def encode_share_fetch_request_v2(m: ShareFetchRequest, out: bytearray) -> None:
             else:
                 write_uvarint(out, u_14)
             for e_15 in x_13:
-                out += _S3.pack(e_15.first_offset, e_15.last_offset)
+                out += _S7.pack(e_15.first_offset, e_15.last_offset)
                 x_16 = e_15.acknowledge_types
                 u_17 = len(x_16) + 1
                 if u_17 < 128:
@@ -610,7 +621,7 @@ def encode_share_fetch_request_v2(m: ShareFetchRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_19)
     for e_20 in x_18:
-        out += _S1.pack(e_20.topic_id)
+        out += _S5.pack(e_20.topic_id)
         x_21 = e_20.partitions
         u_22 = len(x_21) + 1
         if u_22 < 128:
@@ -623,27 +634,27 @@ def encode_share_fetch_request_v2(m: ShareFetchRequest, out: bytearray) -> None:
 
 
 def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acquisition_lock_timeout_ms_4, = _S2.unpack_from(data, pos)
-    pos += 4
-    v_responses_5: list[ShareFetchableTopicResponse]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_error_message_3 = ''
     else:
+        v_error_message_3 = None
+    v_acquisition_lock_timeout_ms_4, n0 = _S2.unpack_from(data, pos)
+    v_responses_5: list[ShareFetchableTopicResponse]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -654,13 +665,12 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
         v_responses_5 = []
         append_7 = v_responses_5.append
         for _ in range(n0):
-            v_topic_id_8, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S1.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -671,40 +681,42 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12 = _S5.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_11, v_error_code_12, n2 = _S10.unpack_from(data, pos)
                     v_error_message_13: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 7
                     else:
+                        pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_acknowledge_error_code_14, = _S6.unpack_from(data, pos)
-                    pos += 2
-                    v_acknowledge_error_message_15: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_error_message_13 = ''
                     else:
+                        v_error_message_13 = None
+                    v_acknowledge_error_code_14, n2 = _S11.unpack_from(data, pos)
+                    v_acknowledge_error_message_15: str | None
+                    if n2 < 128:
+                        pos += 3
+                    else:
+                        pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_acknowledge_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_acknowledge_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_current_leader_16: LeaderIdAndEpoch
-                    v_leader_id_19, v_leader_epoch_20 = _S7.unpack_from(data, pos)
-                    pos += 8
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_acknowledge_error_message_15 = ''
                     else:
+                        v_acknowledge_error_message_15 = None
+                    v_current_leader_16: LeaderIdAndEpoch
+                    v_leader_id_19, v_leader_epoch_20, tag_count3 = _S12.unpack_from(data, pos)
+                    if tag_count3 == 0:
+                        pos += 9
+                    else:
+                        pos += 8
                         n_tags3, pos = read_uvarint(data, pos)
                         for _ in range(n_tags3):
                             tag3, pos = read_uvarint(data, pos)
@@ -739,11 +751,11 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
                         v_acquired_records_18 = []
                         append_21 = v_acquired_records_18.append
                         for _ in range(n2):
-                            v_first_offset_22, v_last_offset_23, v_delivery_count_24 = _S8.unpack_from(data, pos)
-                            pos += 18
-                            if data[pos] == 0:
-                                pos += 1
+                            v_first_offset_22, v_last_offset_23, v_delivery_count_24, tag_count3 = _S13.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 19
                             else:
+                                pos += 18
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -786,34 +798,36 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
         v_node_endpoints_6 = []
         append_25 = v_node_endpoints_6.append
         for _ in range(n0):
-            v_node_id_26, = _S2.unpack_from(data, pos)
-            pos += 4
+            v_node_id_26, n1 = _S2.unpack_from(data, pos)
             v_host_27: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_28, = _S2.unpack_from(data, pos)
-            pos += 4
-            v_rack_29: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_27 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_28, n1 = _S2.unpack_from(data, pos)
+            v_rack_29: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_29 = None
-            else:
+            if n1 > 0:
                 v_rack_29 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_29 = ''
+            else:
+                v_rack_29 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -837,19 +851,22 @@ def decode_share_fetch_response_v1(data: bytes, pos: int) -> tuple[ShareFetchRes
 
 
 def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> None:
-    out += _S5.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S14.pack(m.throttle_time_ms, m.error_code, 1, m.acquisition_lock_timeout_ms)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S15.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S2.pack(m.acquisition_lock_timeout_ms)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S16.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S6.pack(m.acquisition_lock_timeout_ms)
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -857,7 +874,7 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S1.pack(e_6.topic_id)
+        out += _S5.pack(e_6.topic_id)
         x_7 = e_6.partitions
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -865,19 +882,22 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S5.pack(e_9.partition_index, e_9.error_code)
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out.append(0)
+            if e_9.error_message == '':
+                out += _S17.pack(e_9.partition_index, e_9.error_code, 1, e_9.acknowledge_error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S15.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S6.pack(e_9.acknowledge_error_code)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S16.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S18.pack(e_9.acknowledge_error_code)
             x_13 = e_9.acknowledge_error_message
             if x_13 is None:
                 out.append(0)
@@ -890,8 +910,7 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
                     write_uvarint(out, u_15)
                 out += b_14
             s_17 = e_9.current_leader
-            out += _S7.pack(s_17.leader_id, s_17.leader_epoch)
-            out.append(0)
+            out += _S19.pack(s_17.leader_id, s_17.leader_epoch)
             x_18 = e_9.records
             if x_18 is None:
                 raise ValueError('Records cannot be null in version 1')
@@ -908,8 +927,7 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             for e_22 in x_20:
-                out += _S8.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
-                out.append(0)
+                out += _S20.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
             out.append(0)
         out.append(0)
     x_23 = m.node_endpoints
@@ -919,16 +937,19 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_24)
     for e_25 in x_23:
-        out += _S2.pack(e_25.node_id)
-        x_26 = e_25.host
-        b_27 = x_26.encode()
-        u_28 = len(b_27) + 1
-        if u_28 < 128:
-            out.append(u_28)
+        if e_25.host == '':
+            out += _S21.pack(e_25.node_id, 1, e_25.port)
         else:
-            write_uvarint(out, u_28)
-        out += b_27
-        out += _S2.pack(e_25.port)
+            x_26 = e_25.host
+            b_27 = x_26.encode()
+            u_28 = len(b_27) + 1
+            if u_28 < 128:
+                out += _S2.pack(e_25.node_id, u_28)
+            else:
+                out += _S6.pack(e_25.node_id)
+                write_uvarint(out, u_28)
+            out += b_27
+            out += _S6.pack(e_25.port)
         x_29 = e_25.rack
         if x_29 is None:
             out.append(0)
@@ -945,27 +966,27 @@ def encode_share_fetch_response_v1(m: ShareFetchResponse, out: bytearray) -> Non
 
 
 def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S5.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S10.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_acquisition_lock_timeout_ms_4, = _S2.unpack_from(data, pos)
-    pos += 4
-    v_responses_5: list[ShareFetchableTopicResponse]
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_error_message_3 = ''
     else:
+        v_error_message_3 = None
+    v_acquisition_lock_timeout_ms_4, n0 = _S2.unpack_from(data, pos)
+    v_responses_5: list[ShareFetchableTopicResponse]
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -976,13 +997,12 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
         v_responses_5 = []
         append_7 = v_responses_5.append
         for _ in range(n0):
-            v_topic_id_8, = _S1.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_8, n1 = _S1.unpack_from(data, pos)
             v_partitions_9: list[PartitionData]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -993,40 +1013,42 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
                 v_partitions_9 = []
                 append_10 = v_partitions_9.append
                 for _ in range(n1):
-                    v_partition_index_11, v_error_code_12 = _S5.unpack_from(data, pos)
-                    pos += 6
+                    v_partition_index_11, v_error_code_12, n2 = _S10.unpack_from(data, pos)
                     v_error_message_13: str | None
-                    n2 = data[pos]
                     if n2 < 128:
-                        pos += 1
+                        pos += 7
                     else:
+                        pos += 6
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_error_message_13 = None
-                    else:
+                    if n2 > 0:
                         v_error_message_13 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_acknowledge_error_code_14, = _S6.unpack_from(data, pos)
-                    pos += 2
-                    v_acknowledge_error_message_15: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_error_message_13 = ''
                     else:
+                        v_error_message_13 = None
+                    v_acknowledge_error_code_14, n2 = _S11.unpack_from(data, pos)
+                    v_acknowledge_error_message_15: str | None
+                    if n2 < 128:
+                        pos += 3
+                    else:
+                        pos += 2
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_acknowledge_error_message_15 = None
-                    else:
+                    if n2 > 0:
                         v_acknowledge_error_message_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_current_leader_16: LeaderIdAndEpoch
-                    v_leader_id_19, v_leader_epoch_20 = _S7.unpack_from(data, pos)
-                    pos += 8
-                    if data[pos] == 0:
-                        pos += 1
+                    elif n2 == 0:
+                        v_acknowledge_error_message_15 = ''
                     else:
+                        v_acknowledge_error_message_15 = None
+                    v_current_leader_16: LeaderIdAndEpoch
+                    v_leader_id_19, v_leader_epoch_20, tag_count3 = _S12.unpack_from(data, pos)
+                    if tag_count3 == 0:
+                        pos += 9
+                    else:
+                        pos += 8
                         n_tags3, pos = read_uvarint(data, pos)
                         for _ in range(n_tags3):
                             tag3, pos = read_uvarint(data, pos)
@@ -1061,11 +1083,11 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
                         v_acquired_records_18 = []
                         append_21 = v_acquired_records_18.append
                         for _ in range(n2):
-                            v_first_offset_22, v_last_offset_23, v_delivery_count_24 = _S8.unpack_from(data, pos)
-                            pos += 18
-                            if data[pos] == 0:
-                                pos += 1
+                            v_first_offset_22, v_last_offset_23, v_delivery_count_24, tag_count3 = _S13.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 19
                             else:
+                                pos += 18
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -1108,34 +1130,36 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
         v_node_endpoints_6 = []
         append_25 = v_node_endpoints_6.append
         for _ in range(n0):
-            v_node_id_26, = _S2.unpack_from(data, pos)
-            pos += 4
+            v_node_id_26, n1 = _S2.unpack_from(data, pos)
             v_host_27: str
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 5
             else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n1 > 0:
                 v_host_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_port_28, = _S2.unpack_from(data, pos)
-            pos += 4
-            v_rack_29: str | None
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_host_27 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_28, n1 = _S2.unpack_from(data, pos)
+            v_rack_29: str | None
+            if n1 < 128:
+                pos += 5
+            else:
+                pos += 4
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_rack_29 = None
-            else:
+            if n1 > 0:
                 v_rack_29 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_rack_29 = ''
+            else:
+                v_rack_29 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -1159,19 +1183,22 @@ def decode_share_fetch_response_v2(data: bytes, pos: int) -> tuple[ShareFetchRes
 
 
 def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> None:
-    out += _S5.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S14.pack(m.throttle_time_ms, m.error_code, 1, m.acquisition_lock_timeout_ms)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S15.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
-    out += _S2.pack(m.acquisition_lock_timeout_ms)
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S10.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S16.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
+        out += _S6.pack(m.acquisition_lock_timeout_ms)
     x_4 = m.responses
     u_5 = len(x_4) + 1
     if u_5 < 128:
@@ -1179,7 +1206,7 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_5)
     for e_6 in x_4:
-        out += _S1.pack(e_6.topic_id)
+        out += _S5.pack(e_6.topic_id)
         x_7 = e_6.partitions
         u_8 = len(x_7) + 1
         if u_8 < 128:
@@ -1187,19 +1214,22 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S5.pack(e_9.partition_index, e_9.error_code)
-            x_10 = e_9.error_message
-            if x_10 is None:
-                out.append(0)
+            if e_9.error_message == '':
+                out += _S17.pack(e_9.partition_index, e_9.error_code, 1, e_9.acknowledge_error_code)
             else:
-                b_11 = x_10.encode()
-                u_12 = len(b_11) + 1
-                if u_12 < 128:
-                    out.append(u_12)
+                x_10 = e_9.error_message
+                if x_10 is None:
+                    out += _S15.pack(e_9.partition_index, e_9.error_code)
                 else:
-                    write_uvarint(out, u_12)
-                out += b_11
-            out += _S6.pack(e_9.acknowledge_error_code)
+                    b_11 = x_10.encode()
+                    u_12 = len(b_11) + 1
+                    if u_12 < 128:
+                        out += _S10.pack(e_9.partition_index, e_9.error_code, u_12)
+                    else:
+                        out += _S16.pack(e_9.partition_index, e_9.error_code)
+                        write_uvarint(out, u_12)
+                    out += b_11
+                out += _S18.pack(e_9.acknowledge_error_code)
             x_13 = e_9.acknowledge_error_message
             if x_13 is None:
                 out.append(0)
@@ -1212,8 +1242,7 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
                     write_uvarint(out, u_15)
                 out += b_14
             s_17 = e_9.current_leader
-            out += _S7.pack(s_17.leader_id, s_17.leader_epoch)
-            out.append(0)
+            out += _S19.pack(s_17.leader_id, s_17.leader_epoch)
             x_18 = e_9.records
             if x_18 is None:
                 raise ValueError('Records cannot be null in version 2')
@@ -1230,8 +1259,7 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
             else:
                 write_uvarint(out, u_21)
             for e_22 in x_20:
-                out += _S8.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
-                out.append(0)
+                out += _S20.pack(e_22.first_offset, e_22.last_offset, e_22.delivery_count)
             out.append(0)
         out.append(0)
     x_23 = m.node_endpoints
@@ -1241,16 +1269,19 @@ def encode_share_fetch_response_v2(m: ShareFetchResponse, out: bytearray) -> Non
     else:
         write_uvarint(out, u_24)
     for e_25 in x_23:
-        out += _S2.pack(e_25.node_id)
-        x_26 = e_25.host
-        b_27 = x_26.encode()
-        u_28 = len(b_27) + 1
-        if u_28 < 128:
-            out.append(u_28)
+        if e_25.host == '':
+            out += _S21.pack(e_25.node_id, 1, e_25.port)
         else:
-            write_uvarint(out, u_28)
-        out += b_27
-        out += _S2.pack(e_25.port)
+            x_26 = e_25.host
+            b_27 = x_26.encode()
+            u_28 = len(b_27) + 1
+            if u_28 < 128:
+                out += _S2.pack(e_25.node_id, u_28)
+            else:
+                out += _S6.pack(e_25.node_id)
+                write_uvarint(out, u_28)
+            out += b_27
+            out += _S6.pack(e_25.port)
         x_29 = e_25.rack
         if x_29 is None:
             out.append(0)

@@ -10,11 +10,18 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>?')
-_S1 = Struct('>i')
-_S2 = Struct('>h')
-_S3 = Struct('>ii')
-_S4 = Struct('>16s')
+_S0 = Struct('>?B')
+_S1 = Struct('>?x')
+_S2 = Struct('>iB')
+_S3 = Struct('>hB')
+_S4 = Struct('>iiB')
+_S5 = Struct('>16sB')
+_S6 = Struct('>i')
+_S7 = Struct('>hx')
+_S8 = Struct('>h')
+_S9 = Struct('>ii')
+_S10 = Struct('>16s')
+_S11 = Struct('>ix')
 
 
 @dataclass(slots=True)
@@ -88,17 +95,19 @@ def decode_share_group_describe_request_v1(data: bytes, pos: int) -> tuple[Share
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_4 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_3(e_4)
-    v_include_authorized_operations_2, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -124,18 +133,16 @@ def encode_share_group_describe_request_v1(m: ShareGroupDescribeRequest, out: by
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_authorized_operations)
 
 
 def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[ShareGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S2.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -146,20 +153,21 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S2.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S3.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -167,11 +175,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -179,25 +189,28 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S3.unpack_from(data, pos)
-            pos += 8
-            v_assignor_name_10: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            elif n1 == 0:
+                v_group_state_7 = ''
             else:
+                raise DecodeError('non-nullable field GroupState is null')
+            v_group_epoch_8, v_assignment_epoch_9, n1 = _S4.unpack_from(data, pos)
+            v_assignor_name_10: str
+            if n1 < 128:
+                pos += 9
+            else:
+                pos += 8
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field AssignorName is null')
-            else:
+            if n1 > 0:
                 v_assignor_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field AssignorName is null')
             v_members_11: list[Member]
             n1 = data[pos]
             if n1 < 128:
@@ -220,11 +233,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_14 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_member_id_14 = ''
+                    else:
+                        raise DecodeError('non-nullable field MemberId is null')
                     v_rack_id_15: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -232,25 +247,28 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_15 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_15 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_16, = _S1.unpack_from(data, pos)
-                    pos += 4
-                    v_client_id_17: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_rack_id_15 = ''
                     else:
+                        v_rack_id_15 = None
+                    v_member_epoch_16, n2 = _S2.unpack_from(data, pos)
+                    v_client_id_17: str
+                    if n2 < 128:
+                        pos += 5
+                    else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_17 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_18: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -258,11 +276,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_18 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_host_18 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientHost is null')
                     v_subscribed_topic_names_19: list[str]
                     n2 = data[pos]
                     if n2 < 128:
@@ -285,11 +305,13 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-                            else:
+                            if n3 > 0:
                                 e_22 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                e_22 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
                             append_21(e_22)
                     v_assignment_20: Assignment
                     v_topic_partitions_23: list[TopicPartitions]
@@ -307,20 +329,21 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                         v_topic_partitions_23 = []
                         append_24 = v_topic_partitions_23.append
                         for _ in range(n3):
-                            v_topic_id_25, = _S4.unpack_from(data, pos)
-                            pos += 16
+                            v_topic_id_25, n4 = _S5.unpack_from(data, pos)
                             v_topic_name_26: str
-                            n4 = data[pos]
                             if n4 < 128:
-                                pos += 1
+                                pos += 17
                             else:
+                                pos += 16
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field TopicName is null')
-                            else:
+                            if n4 > 0:
                                 v_topic_name_26 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_topic_name_26 = ''
+                            else:
+                                raise DecodeError('non-nullable field TopicName is null')
                             v_partitions_27: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -365,11 +388,11 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
                             end2 = pos + size2
                             pos = end2
                     append_13(Member(v_member_id_14, v_rack_id_15, v_member_epoch_16, v_client_id_17, v_client_host_18, v_subscribed_topic_names_19, v_assignment_20))
-            v_authorized_operations_12, = _S1.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_12, tag_count1 = _S2.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -390,7 +413,7 @@ def decode_share_group_describe_response_v1(data: bytes, pos: int) -> tuple[Shar
 
 
 def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms)
+    out += _S6.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -398,18 +421,21 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S2.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S3.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S7.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S3.pack(e_3.error_code, u_6)
+                else:
+                    out += _S8.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -426,15 +452,18 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S3.pack(e_3.group_epoch, e_3.assignment_epoch)
-        x_13 = e_3.assignor_name
-        b_14 = x_13.encode()
-        u_15 = len(b_14) + 1
-        if u_15 < 128:
-            out.append(u_15)
+        if e_3.assignor_name == '':
+            out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, 1)
         else:
-            write_uvarint(out, u_15)
-        out += b_14
+            x_13 = e_3.assignor_name
+            b_14 = x_13.encode()
+            u_15 = len(b_14) + 1
+            if u_15 < 128:
+                out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch, u_15)
+            else:
+                out += _S9.pack(e_3.group_epoch, e_3.assignment_epoch)
+                write_uvarint(out, u_15)
+            out += b_14
         x_16 = e_3.members
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -461,15 +490,18 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
                 else:
                     write_uvarint(out, u_24)
                 out += b_23
-            out += _S1.pack(e_18.member_epoch)
-            x_25 = e_18.client_id
-            b_26 = x_25.encode()
-            u_27 = len(b_26) + 1
-            if u_27 < 128:
-                out.append(u_27)
+            if e_18.client_id == '':
+                out += _S2.pack(e_18.member_epoch, 1)
             else:
-                write_uvarint(out, u_27)
-            out += b_26
+                x_25 = e_18.client_id
+                b_26 = x_25.encode()
+                u_27 = len(b_26) + 1
+                if u_27 < 128:
+                    out += _S2.pack(e_18.member_epoch, u_27)
+                else:
+                    out += _S6.pack(e_18.member_epoch)
+                    write_uvarint(out, u_27)
+                out += b_26
             x_28 = e_18.client_host
             b_29 = x_28.encode()
             u_30 = len(b_29) + 1
@@ -501,15 +533,18 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
             else:
                 write_uvarint(out, u_40)
             for e_41 in x_39:
-                out += _S4.pack(e_41.topic_id)
-                x_42 = e_41.topic_name
-                b_43 = x_42.encode()
-                u_44 = len(b_43) + 1
-                if u_44 < 128:
-                    out.append(u_44)
+                if e_41.topic_name == '':
+                    out += _S5.pack(e_41.topic_id, 1)
                 else:
-                    write_uvarint(out, u_44)
-                out += b_43
+                    x_42 = e_41.topic_name
+                    b_43 = x_42.encode()
+                    u_44 = len(b_43) + 1
+                    if u_44 < 128:
+                        out += _S5.pack(e_41.topic_id, u_44)
+                    else:
+                        out += _S10.pack(e_41.topic_id)
+                        write_uvarint(out, u_44)
+                    out += b_43
                 x_45 = e_41.partitions
                 u_46 = len(x_45) + 1
                 if u_46 < 128:
@@ -520,6 +555,5 @@ def encode_share_group_describe_response_v1(m: ShareGroupDescribeResponse, out: 
                 out.append(0)
             out.append(0)
             out.append(0)
-        out += _S1.pack(e_3.authorized_operations)
-        out.append(0)
+        out += _S11.pack(e_3.authorized_operations)
     out.append(0)

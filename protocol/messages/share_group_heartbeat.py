@@ -10,10 +10,15 @@ from struct import Struct, pack, unpack_from
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
-_S0 = Struct('>i')
-_S1 = Struct('>ih')
-_S2 = Struct('>ii')
-_S3 = Struct('>16s')
+_S0 = Struct('>iB')
+_S1 = Struct('>ix')
+_S2 = Struct('>i')
+_S3 = Struct('>ihB')
+_S4 = Struct('>ii')
+_S5 = Struct('>16sB')
+_S6 = Struct('>ihx')
+_S7 = Struct('>ih')
+_S8 = Struct('>16s')
 
 
 @dataclass(slots=True)
@@ -55,11 +60,13 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -67,25 +74,28 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, = _S0.unpack_from(data, pos)
-    pos += 4
-    v_rack_id_4: str | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_member_epoch_3, n0 = _S0.unpack_from(data, pos)
+    v_rack_id_4: str | None
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_4 = None
-    else:
+    if n0 > 0:
         v_rack_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_4 = ''
+    else:
+        v_rack_id_4 = None
     v_subscribed_topic_names_5: list[str] | None
     n0 = data[pos]
     if n0 < 128:
@@ -108,11 +118,13 @@ def decode_share_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[Shar
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
-            else:
+            if n1 > 0:
                 e_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_7 = ''
+            else:
+                raise DecodeError('non-nullable field SubscribedTopicNames[] is null')
             append_6(e_7)
     if data[pos] == 0:
         pos += 1
@@ -143,18 +155,21 @@ def encode_share_group_heartbeat_request_v1(m: ShareGroupHeartbeatRequest, out: 
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch)
-    x_7 = m.rack_id
-    if x_7 is None:
-        out.append(0)
+    if m.rack_id == '':
+        out += _S0.pack(m.member_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        x_7 = m.rack_id
+        if x_7 is None:
+            out += _S1.pack(m.member_epoch)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, u_9)
+            else:
+                out += _S2.pack(m.member_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.subscribed_topic_names
     if x_10 is None:
         out.append(0)
@@ -177,20 +192,21 @@ def encode_share_group_heartbeat_request_v1(m: ShareGroupHeartbeatRequest, out: 
 
 
 def decode_share_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[ShareGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S1.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -198,12 +214,14 @@ def decode_share_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[Sha
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_member_id_4 = None
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S2.unpack_from(data, pos)
+    elif n0 == 0:
+        v_member_id_4 = ''
+    else:
+        v_member_id_4 = None
+    v_member_epoch_5, v_heartbeat_interval_ms_6 = _S4.unpack_from(data, pos)
     pos += 8
     v_assignment_7: Assignment | None
     marker_8 = data[pos]
@@ -224,13 +242,12 @@ def decode_share_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[Sha
             v_topic_partitions_9 = []
             append_10 = v_topic_partitions_9.append
             for _ in range(n1):
-                v_topic_id_11, = _S3.unpack_from(data, pos)
-                pos += 16
+                v_topic_id_11, n2 = _S5.unpack_from(data, pos)
                 v_partitions_12: list[int]
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 17
                 else:
+                    pos += 16
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -277,18 +294,21 @@ def decode_share_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[Sha
 
 
 def encode_share_group_heartbeat_response_v1(m: ShareGroupHeartbeatResponse, out: bytearray) -> None:
-    out += _S1.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S3.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S6.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S7.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     if x_4 is None:
         out.append(0)
@@ -300,7 +320,7 @@ def encode_share_group_heartbeat_response_v1(m: ShareGroupHeartbeatResponse, out
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S2.pack(m.member_epoch, m.heartbeat_interval_ms)
+    out += _S4.pack(m.member_epoch, m.heartbeat_interval_ms)
     s_8 = m.assignment
     if s_8 is None:
         out.append(0xFF)
@@ -313,7 +333,7 @@ def encode_share_group_heartbeat_response_v1(m: ShareGroupHeartbeatResponse, out
         else:
             write_uvarint(out, u_10)
         for e_11 in x_9:
-            out += _S3.pack(e_11.topic_id)
+            out += _S8.pack(e_11.topic_id)
             x_12 = e_11.partitions
             u_13 = len(x_12) + 1
             if u_13 < 128:

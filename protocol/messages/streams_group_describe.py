@@ -9,15 +9,27 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>?')
-_S1 = Struct('>??')
-_S2 = Struct('>i')
-_S3 = Struct('>h')
-_S4 = Struct('>ii')
-_S5 = Struct('>ih')
-_S6 = Struct('>H')
-_S7 = Struct('>iq')
-_S8 = Struct('>b')
+_S0 = Struct('>?B')
+_S1 = Struct('>?x')
+_S2 = Struct('>??B')
+_S3 = Struct('>??x')
+_S4 = Struct('>iB')
+_S5 = Struct('>hB')
+_S6 = Struct('>ii')
+_S7 = Struct('>ihB')
+_S8 = Struct('>HB')
+_S9 = Struct('>iqB')
+_S10 = Struct('>i')
+_S11 = Struct('>hx')
+_S12 = Struct('>h')
+_S13 = Struct('>ih')
+_S14 = Struct('>ix')
+_S15 = Struct('>Hx')
+_S16 = Struct('>iqx')
+_S17 = Struct('>bB')
+_S18 = Struct('>b')
+_S19 = Struct('>bBx')
+_S20 = Struct('>bx')
 
 
 @dataclass(slots=True)
@@ -174,17 +186,19 @@ def decode_streams_group_describe_request_v0(data: bytes, pos: int) -> tuple[Str
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_4(e_5)
-    v_include_authorized_operations_2, = _S0.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, tag_count0 = _S0.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -212,8 +226,7 @@ def encode_streams_group_describe_request_v0(m: StreamsGroupDescribeRequest, out
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S0.pack(m.include_authorized_operations)
-    out.append(0)
+    out += _S1.pack(m.include_authorized_operations)
 
 
 def decode_streams_group_describe_request_v1(data: bytes, pos: int) -> tuple[StreamsGroupDescribeRequest, int]:
@@ -239,17 +252,19 @@ def decode_streams_group_describe_request_v1(data: bytes, pos: int) -> tuple[Str
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupIds[] is null')
-            else:
+            if n1 > 0:
                 e_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                e_5 = ''
+            else:
+                raise DecodeError('non-nullable field GroupIds[] is null')
             append_4(e_5)
-    v_include_authorized_operations_2, v_include_topology_description_3 = _S1.unpack_from(data, pos)
-    pos += 2
-    if data[pos] == 0:
-        pos += 1
+    v_include_authorized_operations_2, v_include_topology_description_3, tag_count0 = _S2.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 3
     else:
+        pos += 2
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -275,18 +290,16 @@ def encode_streams_group_describe_request_v1(m: StreamsGroupDescribeRequest, out
         else:
             write_uvarint(out, u_6)
         out += b_5
-    out += _S1.pack(m.include_authorized_operations, m.include_topology_description)
-    out.append(0)
+    out += _S3.pack(m.include_authorized_operations, m.include_topology_description)
 
 
 def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -297,20 +310,21 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -318,11 +332,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -330,24 +346,25 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S4.unpack_from(data, pos)
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
+            v_group_epoch_8, v_assignment_epoch_9 = _S6.unpack_from(data, pos)
             pos += 8
             v_topology_10: Topology | None
             marker_16 = data[pos]
             pos += 1
             if marker_16 == 1:
-                v_epoch_17, = _S2.unpack_from(data, pos)
-                pos += 4
+                v_epoch_17, n2 = _S4.unpack_from(data, pos)
                 v_subtopologies_18: list[Subtopology] | None
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 5
                 else:
+                    pos += 4
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -365,11 +382,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SubtopologyId is null')
-                        else:
+                        if n3 > 0:
                             v_subtopology_id_20 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_subtopology_id_20 = ''
+                        else:
+                            raise DecodeError('non-nullable field SubtopologyId is null')
                         v_source_topics_21: list[str]
                         n3 = data[pos]
                         if n3 < 128:
@@ -392,11 +411,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_26 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_26 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_25(e_26)
                         v_repartition_sink_topics_22: list[str]
                         n3 = data[pos]
@@ -420,11 +441,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_28 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_28 = ''
+                                else:
+                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                                 append_27(e_28)
                         v_state_changelog_topics_23: list[TopicInfo]
                         n3 = data[pos]
@@ -448,18 +471,19 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_30 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_31, v_replication_factor_32 = _S5.unpack_from(data, pos)
-                                pos += 6
-                                v_topic_configs_33: list[KeyValue]
-                                n4 = data[pos]
-                                if n4 < 128:
-                                    pos += 1
+                                elif n4 == 0:
+                                    v_name_30 = ''
                                 else:
+                                    raise DecodeError('non-nullable field Name is null')
+                                v_partitions_31, v_replication_factor_32, n4 = _S7.unpack_from(data, pos)
+                                v_topic_configs_33: list[KeyValue]
+                                if n4 < 128:
+                                    pos += 7
+                                else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -477,11 +501,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_35 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_35 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_36: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -489,11 +515,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_36 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_36 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -536,18 +564,19 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_38 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_39, v_replication_factor_40 = _S5.unpack_from(data, pos)
-                                pos += 6
-                                v_topic_configs_41: list[KeyValue]
-                                n4 = data[pos]
-                                if n4 < 128:
-                                    pos += 1
+                                elif n4 == 0:
+                                    v_name_38 = ''
                                 else:
+                                    raise DecodeError('non-nullable field Name is null')
+                                v_partitions_39, v_replication_factor_40, n4 = _S7.unpack_from(data, pos)
+                                v_topic_configs_41: list[KeyValue]
+                                if n4 < 128:
+                                    pos += 7
+                                else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -565,11 +594,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_43 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_43 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_44: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -577,11 +608,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_44 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_44 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -648,25 +681,28 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_46 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_47, = _S2.unpack_from(data, pos)
-                    pos += 4
-                    v_instance_id_48: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_member_id_46 = ''
                     else:
+                        raise DecodeError('non-nullable field MemberId is null')
+                    v_member_epoch_47, n2 = _S4.unpack_from(data, pos)
+                    v_instance_id_48: str | None
+                    if n2 < 128:
+                        pos += 5
+                    else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_48 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_48 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_48 = ''
+                    else:
+                        v_instance_id_48 = None
                     v_rack_id_49: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -674,11 +710,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_49 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_49 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_rack_id_49 = ''
+                    else:
+                        v_rack_id_49 = None
                     v_client_id_50: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -686,11 +724,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_50 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_50 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_51: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -698,25 +738,28 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_51 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topology_epoch_52, = _S2.unpack_from(data, pos)
-                    pos += 4
-                    v_process_id_53: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_client_host_51 = ''
                     else:
+                        raise DecodeError('non-nullable field ClientHost is null')
+                    v_topology_epoch_52, n2 = _S4.unpack_from(data, pos)
+                    v_process_id_53: str
+                    if n2 < 128:
+                        pos += 5
+                    else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ProcessId is null')
-                    else:
+                    if n2 > 0:
                         v_process_id_53 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_process_id_53 = ''
+                    else:
+                        raise DecodeError('non-nullable field ProcessId is null')
                     v_user_endpoint_54: Endpoint | None
                     marker_61 = data[pos]
                     pos += 1
@@ -728,16 +771,18 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n3 > 0:
                             v_host_62 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_port_63, = _S6.unpack_from(data, pos)
-                        pos += 2
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n3 == 0:
+                            v_host_62 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_63, tag_count3 = _S8.unpack_from(data, pos)
+                        if tag_count3 == 0:
+                            pos += 3
+                        else:
+                            pos += 2
                             n_tags3, pos = read_uvarint(data, pos)
                             for _ in range(n_tags3):
                                 tag3, pos = read_uvarint(data, pos)
@@ -771,11 +816,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Key is null')
-                            else:
+                            if n3 > 0:
                                 v_key_65 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_key_65 = ''
+                            else:
+                                raise DecodeError('non-nullable field Key is null')
                             v_value_66: str
                             n3 = data[pos]
                             if n3 < 128:
@@ -783,11 +830,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Value is null')
-                            else:
+                            if n3 > 0:
                                 v_value_66 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_66 = ''
+                            else:
+                                raise DecodeError('non-nullable field Value is null')
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -820,16 +869,18 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_68 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_69, v_offset_70 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            elif n3 == 0:
+                                v_subtopology_id_68 = ''
                             else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
+                            v_partition_69, v_offset_70, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
+                            else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -859,16 +910,18 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_72 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_73, v_offset_74 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            elif n3 == 0:
+                                v_subtopology_id_72 = ''
                             else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
+                            v_partition_73, v_offset_74, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
+                            else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -899,11 +952,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_79 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_79 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_80: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -950,11 +1005,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_82 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_82 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_83: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1001,11 +1058,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_85 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_85 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_86: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1063,11 +1122,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_91 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_91 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_92: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1114,11 +1175,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_94 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_94 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_95: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1165,11 +1228,13 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_97 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_97 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_98: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -1204,11 +1269,11 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             end3 = pos + size3
                             pos = end3
                     v_target_assignment_59 = Assignment(v_active_tasks_87, v_standby_tasks_88, v_warmup_tasks_89)
-                    v_is_classic_60, = _S0.unpack_from(data, pos)
-                    pos += 1
-                    if data[pos] == 0:
-                        pos += 1
+                    v_is_classic_60, tag_count2 = _S0.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 2
                     else:
+                        pos += 1
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1216,11 +1281,11 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
                             end2 = pos + size2
                             pos = end2
                     append_45(Member(v_member_id_46, v_member_epoch_47, v_instance_id_48, v_rack_id_49, v_client_id_50, v_client_host_51, v_topology_epoch_52, v_process_id_53, v_user_endpoint_54, v_client_tags_55, v_task_offsets_56, v_task_end_offsets_57, v_assignment_58, v_target_assignment_59, v_is_classic_60))
-            v_authorized_operations_12, = _S2.unpack_from(data, pos)
-            pos += 4
-            if data[pos] == 0:
-                pos += 1
+            v_authorized_operations_12, tag_count1 = _S4.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 5
             else:
+                pos += 4
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -1241,7 +1306,7 @@ def decode_streams_group_describe_response_v0(data: bytes, pos: int) -> tuple[St
 
 
 def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms)
+    out += _S10.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -1253,18 +1318,21 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             raise ValueError('attempted to write a non-default TopologyDescription at version 0')
         if e_3.topology_description_status != 0:
             raise ValueError('attempted to write a non-default TopologyDescriptionStatus at version 0')
-        out += _S3.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S5.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S5.pack(e_3.error_code, u_6)
+                else:
+                    out += _S12.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -1281,13 +1349,13 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch)
+        out += _S6.pack(e_3.group_epoch, e_3.assignment_epoch)
         s_14 = e_3.topology
         if s_14 is None:
             out.append(0xFF)
         else:
             out.append(1)
-            out += _S2.pack(s_14.epoch)
+            out += _S10.pack(s_14.epoch)
             x_15 = s_14.subtopologies
             if x_15 is None:
                 out.append(0)
@@ -1351,7 +1419,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_38)
                         out += b_37
-                        out += _S5.pack(e_35.partitions, e_35.replication_factor)
+                        out += _S13.pack(e_35.partitions, e_35.replication_factor)
                         x_39 = e_35.topic_configs
                         u_40 = len(x_39) + 1
                         if u_40 < 128:
@@ -1392,7 +1460,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_53)
                         out += b_52
-                        out += _S5.pack(e_50.partitions, e_50.replication_factor)
+                        out += _S13.pack(e_50.partitions, e_50.replication_factor)
                         x_54 = e_50.topic_configs
                         u_55 = len(x_54) + 1
                         if u_55 < 128:
@@ -1435,18 +1503,21 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_68)
             out += b_67
-            out += _S2.pack(e_65.member_epoch)
-            x_69 = e_65.instance_id
-            if x_69 is None:
-                out.append(0)
+            if e_65.instance_id == '':
+                out += _S4.pack(e_65.member_epoch, 1)
             else:
-                b_70 = x_69.encode()
-                u_71 = len(b_70) + 1
-                if u_71 < 128:
-                    out.append(u_71)
+                x_69 = e_65.instance_id
+                if x_69 is None:
+                    out += _S14.pack(e_65.member_epoch)
                 else:
-                    write_uvarint(out, u_71)
-                out += b_70
+                    b_70 = x_69.encode()
+                    u_71 = len(b_70) + 1
+                    if u_71 < 128:
+                        out += _S4.pack(e_65.member_epoch, u_71)
+                    else:
+                        out += _S10.pack(e_65.member_epoch)
+                        write_uvarint(out, u_71)
+                    out += b_70
             x_72 = e_65.rack_id
             if x_72 is None:
                 out.append(0)
@@ -1474,15 +1545,18 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_80)
             out += b_79
-            out += _S2.pack(e_65.topology_epoch)
-            x_81 = e_65.process_id
-            b_82 = x_81.encode()
-            u_83 = len(b_82) + 1
-            if u_83 < 128:
-                out.append(u_83)
+            if e_65.process_id == '':
+                out += _S4.pack(e_65.topology_epoch, 1)
             else:
-                write_uvarint(out, u_83)
-            out += b_82
+                x_81 = e_65.process_id
+                b_82 = x_81.encode()
+                u_83 = len(b_82) + 1
+                if u_83 < 128:
+                    out += _S4.pack(e_65.topology_epoch, u_83)
+                else:
+                    out += _S10.pack(e_65.topology_epoch)
+                    write_uvarint(out, u_83)
+                out += b_82
             s_85 = e_65.user_endpoint
             if s_85 is None:
                 out.append(0xFF)
@@ -1496,8 +1570,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_88)
                 out += b_87
-                out += _S6.pack(s_85.port)
-                out.append(0)
+                out += _S15.pack(s_85.port)
             x_89 = e_65.client_tags
             u_90 = len(x_89) + 1
             if u_90 < 128:
@@ -1537,8 +1610,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_103)
                 out += b_102
-                out += _S7.pack(e_100.partition, e_100.offset)
-                out.append(0)
+                out += _S16.pack(e_100.partition, e_100.offset)
             x_104 = e_65.task_end_offsets
             u_105 = len(x_104) + 1
             if u_105 < 128:
@@ -1554,8 +1626,7 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_109)
                 out += b_108
-                out += _S7.pack(e_106.partition, e_106.offset)
-                out.append(0)
+                out += _S16.pack(e_106.partition, e_106.offset)
             s_111 = e_65.assignment
             x_112 = s_111.active_tasks
             u_113 = len(x_112) + 1
@@ -1698,21 +1769,18 @@ def encode_streams_group_describe_response_v0(m: StreamsGroupDescribeResponse, o
                 out += pack('>%di' % len(x_160), *x_160)
                 out.append(0)
             out.append(0)
-            out += _S0.pack(e_65.is_classic)
-            out.append(0)
-        out += _S2.pack(e_3.authorized_operations)
-        out.append(0)
+            out += _S1.pack(e_65.is_classic)
+        out += _S14.pack(e_3.authorized_operations)
     out.append(0)
 
 
 def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S4.unpack_from(data, pos)
     v_groups_2: list[DescribedGroup]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1723,20 +1791,21 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
         v_groups_2 = []
         append_3 = v_groups_2.append
         for _ in range(n0):
-            v_error_code_4, = _S3.unpack_from(data, pos)
-            pos += 2
+            v_error_code_4, n1 = _S5.unpack_from(data, pos)
             v_error_message_5: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 3
             else:
+                pos += 2
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_error_message_5 = None
-            else:
+            if n1 > 0:
                 v_error_message_5 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_error_message_5 = ''
+            else:
+                v_error_message_5 = None
             v_group_id_6: str
             n1 = data[pos]
             if n1 < 128:
@@ -1744,11 +1813,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupId is null')
-            else:
+            if n1 > 0:
                 v_group_id_6 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_group_id_6 = ''
+            else:
+                raise DecodeError('non-nullable field GroupId is null')
             v_group_state_7: str
             n1 = data[pos]
             if n1 < 128:
@@ -1756,24 +1827,25 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field GroupState is null')
-            else:
+            if n1 > 0:
                 v_group_state_7 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_group_epoch_8, v_assignment_epoch_9 = _S4.unpack_from(data, pos)
+            elif n1 == 0:
+                v_group_state_7 = ''
+            else:
+                raise DecodeError('non-nullable field GroupState is null')
+            v_group_epoch_8, v_assignment_epoch_9 = _S6.unpack_from(data, pos)
             pos += 8
             v_topology_10: Topology | None
             marker_16 = data[pos]
             pos += 1
             if marker_16 == 1:
-                v_epoch_17, = _S2.unpack_from(data, pos)
-                pos += 4
+                v_epoch_17, n2 = _S4.unpack_from(data, pos)
                 v_subtopologies_18: list[Subtopology] | None
-                n2 = data[pos]
                 if n2 < 128:
-                    pos += 1
+                    pos += 5
                 else:
+                    pos += 4
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
                 if n2 < 0:
@@ -1791,11 +1863,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SubtopologyId is null')
-                        else:
+                        if n3 > 0:
                             v_subtopology_id_20 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_subtopology_id_20 = ''
+                        else:
+                            raise DecodeError('non-nullable field SubtopologyId is null')
                         v_source_topics_21: list[str]
                         n3 = data[pos]
                         if n3 < 128:
@@ -1818,11 +1892,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_26 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_26 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_25(e_26)
                         v_repartition_sink_topics_22: list[str]
                         n3 = data[pos]
@@ -1846,11 +1922,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                                else:
+                                if n4 > 0:
                                     e_28 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    e_28 = ''
+                                else:
+                                    raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                                 append_27(e_28)
                         v_state_changelog_topics_23: list[TopicInfo]
                         n3 = data[pos]
@@ -1874,18 +1952,19 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_30 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_31, v_replication_factor_32 = _S5.unpack_from(data, pos)
-                                pos += 6
-                                v_topic_configs_33: list[KeyValue]
-                                n4 = data[pos]
-                                if n4 < 128:
-                                    pos += 1
+                                elif n4 == 0:
+                                    v_name_30 = ''
                                 else:
+                                    raise DecodeError('non-nullable field Name is null')
+                                v_partitions_31, v_replication_factor_32, n4 = _S7.unpack_from(data, pos)
+                                v_topic_configs_33: list[KeyValue]
+                                if n4 < 128:
+                                    pos += 7
+                                else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -1903,11 +1982,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_35 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_35 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_36: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -1915,11 +1996,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_36 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_36 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -1962,18 +2045,19 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_38 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_partitions_39, v_replication_factor_40 = _S5.unpack_from(data, pos)
-                                pos += 6
-                                v_topic_configs_41: list[KeyValue]
-                                n4 = data[pos]
-                                if n4 < 128:
-                                    pos += 1
+                                elif n4 == 0:
+                                    v_name_38 = ''
                                 else:
+                                    raise DecodeError('non-nullable field Name is null')
+                                v_partitions_39, v_replication_factor_40, n4 = _S7.unpack_from(data, pos)
+                                v_topic_configs_41: list[KeyValue]
+                                if n4 < 128:
+                                    pos += 7
+                                else:
+                                    pos += 6
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -1991,11 +2075,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Key is null')
-                                        else:
+                                        if n5 > 0:
                                             v_key_43 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_key_43 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Key is null')
                                         v_value_44: str
                                         n5 = data[pos]
                                         if n5 < 128:
@@ -2003,11 +2089,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Value is null')
-                                        else:
+                                        if n5 > 0:
                                             v_value_44 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            v_value_44 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Value is null')
                                         if data[pos] == 0:
                                             pos += 1
                                         else:
@@ -2074,25 +2162,28 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field MemberId is null')
-                    else:
+                    if n2 > 0:
                         v_member_id_46 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_member_epoch_47, = _S2.unpack_from(data, pos)
-                    pos += 4
-                    v_instance_id_48: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_member_id_46 = ''
                     else:
+                        raise DecodeError('non-nullable field MemberId is null')
+                    v_member_epoch_47, n2 = _S4.unpack_from(data, pos)
+                    v_instance_id_48: str | None
+                    if n2 < 128:
+                        pos += 5
+                    else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_instance_id_48 = None
-                    else:
+                    if n2 > 0:
                         v_instance_id_48 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_instance_id_48 = ''
+                    else:
+                        v_instance_id_48 = None
                     v_rack_id_49: str | None
                     n2 = data[pos]
                     if n2 < 128:
@@ -2100,11 +2191,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        v_rack_id_49 = None
-                    else:
+                    if n2 > 0:
                         v_rack_id_49 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_rack_id_49 = ''
+                    else:
+                        v_rack_id_49 = None
                     v_client_id_50: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -2112,11 +2205,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientId is null')
-                    else:
+                    if n2 > 0:
                         v_client_id_50 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_client_id_50 = ''
+                    else:
+                        raise DecodeError('non-nullable field ClientId is null')
                     v_client_host_51: str
                     n2 = data[pos]
                     if n2 < 128:
@@ -2124,25 +2219,28 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ClientHost is null')
-                    else:
+                    if n2 > 0:
                         v_client_host_51 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
-                    v_topology_epoch_52, = _S2.unpack_from(data, pos)
-                    pos += 4
-                    v_process_id_53: str
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    elif n2 == 0:
+                        v_client_host_51 = ''
                     else:
+                        raise DecodeError('non-nullable field ClientHost is null')
+                    v_topology_epoch_52, n2 = _S4.unpack_from(data, pos)
+                    v_process_id_53: str
+                    if n2 < 128:
+                        pos += 5
+                    else:
+                        pos += 4
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field ProcessId is null')
-                    else:
+                    if n2 > 0:
                         v_process_id_53 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_process_id_53 = ''
+                    else:
+                        raise DecodeError('non-nullable field ProcessId is null')
                     v_user_endpoint_54: Endpoint | None
                     marker_61 = data[pos]
                     pos += 1
@@ -2154,16 +2252,18 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Host is null')
-                        else:
+                        if n3 > 0:
                             v_host_62 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_port_63, = _S6.unpack_from(data, pos)
-                        pos += 2
-                        if data[pos] == 0:
-                            pos += 1
+                        elif n3 == 0:
+                            v_host_62 = ''
                         else:
+                            raise DecodeError('non-nullable field Host is null')
+                        v_port_63, tag_count3 = _S8.unpack_from(data, pos)
+                        if tag_count3 == 0:
+                            pos += 3
+                        else:
+                            pos += 2
                             n_tags3, pos = read_uvarint(data, pos)
                             for _ in range(n_tags3):
                                 tag3, pos = read_uvarint(data, pos)
@@ -2197,11 +2297,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Key is null')
-                            else:
+                            if n3 > 0:
                                 v_key_65 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_key_65 = ''
+                            else:
+                                raise DecodeError('non-nullable field Key is null')
                             v_value_66: str
                             n3 = data[pos]
                             if n3 < 128:
@@ -2209,11 +2311,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field Value is null')
-                            else:
+                            if n3 > 0:
                                 v_value_66 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
+                            elif n3 == 0:
+                                v_value_66 = ''
+                            else:
+                                raise DecodeError('non-nullable field Value is null')
                             if data[pos] == 0:
                                 pos += 1
                             else:
@@ -2246,16 +2350,18 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_68 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_69, v_offset_70 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            elif n3 == 0:
+                                v_subtopology_id_68 = ''
                             else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
+                            v_partition_69, v_offset_70, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
+                            else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -2285,16 +2391,18 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n3, pos = read_uvarint(data, pos)
                             n3 -= 1
-                            if n3 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n3 > 0:
                                 v_subtopology_id_72 = str(data[pos:pos + n3], 'utf-8')
                                 pos += n3
-                            v_partition_73, v_offset_74 = _S7.unpack_from(data, pos)
-                            pos += 12
-                            if data[pos] == 0:
-                                pos += 1
+                            elif n3 == 0:
+                                v_subtopology_id_72 = ''
                             else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
+                            v_partition_73, v_offset_74, tag_count3 = _S9.unpack_from(data, pos)
+                            if tag_count3 == 0:
+                                pos += 13
+                            else:
+                                pos += 12
                                 n_tags3, pos = read_uvarint(data, pos)
                                 for _ in range(n_tags3):
                                     tag3, pos = read_uvarint(data, pos)
@@ -2325,11 +2433,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_79 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_79 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_80: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2376,11 +2486,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_82 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_82 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_83: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2427,11 +2539,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_85 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_85 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_86: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2489,11 +2603,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_91 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_91 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_92: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2540,11 +2656,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_94 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_94 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_95: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2591,11 +2709,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             else:
                                 n4, pos = read_uvarint(data, pos)
                             n4 -= 1
-                            if n4 < 0:
-                                raise DecodeError('non-nullable field SubtopologyId is null')
-                            else:
+                            if n4 > 0:
                                 v_subtopology_id_97 = str(data[pos:pos + n4], 'utf-8')
                                 pos += n4
+                            elif n4 == 0:
+                                v_subtopology_id_97 = ''
+                            else:
+                                raise DecodeError('non-nullable field SubtopologyId is null')
                             v_partitions_98: list[int]
                             n4 = data[pos]
                             if n4 < 128:
@@ -2630,11 +2750,11 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             end3 = pos + size3
                             pos = end3
                     v_target_assignment_59 = Assignment(v_active_tasks_87, v_standby_tasks_88, v_warmup_tasks_89)
-                    v_is_classic_60, = _S0.unpack_from(data, pos)
-                    pos += 1
-                    if data[pos] == 0:
-                        pos += 1
+                    v_is_classic_60, tag_count2 = _S0.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 2
                     else:
+                        pos += 1
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -2642,7 +2762,7 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                             end2 = pos + size2
                             pos = end2
                     append_45(Member(v_member_id_46, v_member_epoch_47, v_instance_id_48, v_rack_id_49, v_client_id_50, v_client_host_51, v_topology_epoch_52, v_process_id_53, v_user_endpoint_54, v_client_tags_55, v_task_offsets_56, v_task_end_offsets_57, v_assignment_58, v_target_assignment_59, v_is_classic_60))
-            v_authorized_operations_12, = _S2.unpack_from(data, pos)
+            v_authorized_operations_12, = _S10.unpack_from(data, pos)
             pos += 4
             v_topology_description_13: TopologyDescription | None
             marker_99 = data[pos]
@@ -2670,11 +2790,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SubtopologyId is null')
-                        else:
+                        if n3 > 0:
                             v_subtopology_id_103 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            v_subtopology_id_103 = ''
+                        else:
+                            raise DecodeError('non-nullable field SubtopologyId is null')
                         v_nodes_104: list[TopologyDescriptionNode]
                         n3 = data[pos]
                         if n3 < 128:
@@ -2697,18 +2819,19 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Name is null')
-                                else:
+                                if n4 > 0:
                                     v_name_106 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
-                                v_node_type_107, = _S8.unpack_from(data, pos)
-                                pos += 1
-                                v_source_topics_108: list[str]
-                                n4 = data[pos]
-                                if n4 < 128:
-                                    pos += 1
+                                elif n4 == 0:
+                                    v_name_106 = ''
                                 else:
+                                    raise DecodeError('non-nullable field Name is null')
+                                v_node_type_107, n4 = _S17.unpack_from(data, pos)
+                                v_source_topics_108: list[str]
+                                if n4 < 128:
+                                    pos += 2
+                                else:
+                                    pos += 1
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
                                 if n4 < 0:
@@ -2726,11 +2849,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field SourceTopics[] is null')
-                                        else:
+                                        if n5 > 0:
                                             e_113 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            e_113 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field SourceTopics[] is null')
                                         append_112(e_113)
                                 v_sink_topic_109: str | None
                                 n4 = data[pos]
@@ -2739,11 +2864,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    v_sink_topic_109 = None
-                                else:
+                                if n4 > 0:
                                     v_sink_topic_109 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_sink_topic_109 = ''
+                                else:
+                                    v_sink_topic_109 = None
                                 v_stores_110: list[str]
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -2766,11 +2893,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Stores[] is null')
-                                        else:
+                                        if n5 > 0:
                                             e_115 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            e_115 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Stores[] is null')
                                         append_114(e_115)
                                 v_successors_111: list[str]
                                 n4 = data[pos]
@@ -2794,11 +2923,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                         else:
                                             n5, pos = read_uvarint(data, pos)
                                         n5 -= 1
-                                        if n5 < 0:
-                                            raise DecodeError('non-nullable field Successors[] is null')
-                                        else:
+                                        if n5 > 0:
                                             e_117 = str(data[pos:pos + n5], 'utf-8')
                                             pos += n5
+                                        elif n5 == 0:
+                                            e_117 = ''
+                                        else:
+                                            raise DecodeError('non-nullable field Successors[] is null')
                                         append_116(e_117)
                                 if data[pos] == 0:
                                     pos += 1
@@ -2843,18 +2974,19 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n4 > 0:
                             v_name_121 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
-                        v_node_type_122, = _S8.unpack_from(data, pos)
-                        pos += 1
-                        v_source_topics_123: list[str]
-                        n4 = data[pos]
-                        if n4 < 128:
-                            pos += 1
+                        elif n4 == 0:
+                            v_name_121 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_node_type_122, n4 = _S17.unpack_from(data, pos)
+                        v_source_topics_123: list[str]
+                        if n4 < 128:
+                            pos += 2
+                        else:
+                            pos += 1
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
                         if n4 < 0:
@@ -2872,11 +3004,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n5 > 0:
                                     e_128 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_128 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_127(e_128)
                         v_sink_topic_124: str | None
                         n4 = data[pos]
@@ -2885,11 +3019,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            v_sink_topic_124 = None
-                        else:
+                        if n4 > 0:
                             v_sink_topic_124 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
+                        elif n4 == 0:
+                            v_sink_topic_124 = ''
+                        else:
+                            v_sink_topic_124 = None
                         v_stores_125: list[str]
                         n4 = data[pos]
                         if n4 < 128:
@@ -2912,11 +3048,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Stores[] is null')
-                                else:
+                                if n5 > 0:
                                     e_130 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_130 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Stores[] is null')
                                 append_129(e_130)
                         v_successors_126: list[str]
                         n4 = data[pos]
@@ -2940,11 +3078,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Successors[] is null')
-                                else:
+                                if n5 > 0:
                                     e_132 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_132 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Successors[] is null')
                                 append_131(e_132)
                         if data[pos] == 0:
                             pos += 1
@@ -2964,18 +3104,19 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n4 > 0:
                             v_name_133 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
-                        v_node_type_134, = _S8.unpack_from(data, pos)
-                        pos += 1
-                        v_source_topics_135: list[str]
-                        n4 = data[pos]
-                        if n4 < 128:
-                            pos += 1
+                        elif n4 == 0:
+                            v_name_133 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_node_type_134, n4 = _S17.unpack_from(data, pos)
+                        v_source_topics_135: list[str]
+                        if n4 < 128:
+                            pos += 2
+                        else:
+                            pos += 1
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
                         if n4 < 0:
@@ -2993,11 +3134,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field SourceTopics[] is null')
-                                else:
+                                if n5 > 0:
                                     e_140 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_140 = ''
+                                else:
+                                    raise DecodeError('non-nullable field SourceTopics[] is null')
                                 append_139(e_140)
                         v_sink_topic_136: str | None
                         n4 = data[pos]
@@ -3006,11 +3149,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n4, pos = read_uvarint(data, pos)
                         n4 -= 1
-                        if n4 < 0:
-                            v_sink_topic_136 = None
-                        else:
+                        if n4 > 0:
                             v_sink_topic_136 = str(data[pos:pos + n4], 'utf-8')
                             pos += n4
+                        elif n4 == 0:
+                            v_sink_topic_136 = ''
+                        else:
+                            v_sink_topic_136 = None
                         v_stores_137: list[str]
                         n4 = data[pos]
                         if n4 < 128:
@@ -3033,11 +3178,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Stores[] is null')
-                                else:
+                                if n5 > 0:
                                     e_142 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_142 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Stores[] is null')
                                 append_141(e_142)
                         v_successors_138: list[str]
                         n4 = data[pos]
@@ -3061,11 +3208,13 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n5, pos = read_uvarint(data, pos)
                                 n5 -= 1
-                                if n5 < 0:
-                                    raise DecodeError('non-nullable field Successors[] is null')
-                                else:
+                                if n5 > 0:
                                     e_144 = str(data[pos:pos + n5], 'utf-8')
                                     pos += n5
+                                elif n5 == 0:
+                                    e_144 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Successors[] is null')
                                 append_143(e_144)
                         if data[pos] == 0:
                             pos += 1
@@ -3101,20 +3250,21 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
                 v_topology_description_13 = None
             else:
                 raise DecodeError('invalid presence marker %d of nullable struct TopologyDescription' % marker_99)
-            v_topology_description_status_14, = _S8.unpack_from(data, pos)
-            pos += 1
+            v_topology_description_status_14, n1 = _S17.unpack_from(data, pos)
             v_assignor_name_15: str | None
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 2
             else:
+                pos += 1
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                v_assignor_name_15 = None
-            else:
+            if n1 > 0:
                 v_assignor_name_15 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_assignor_name_15 = ''
+            else:
+                v_assignor_name_15 = None
             if data[pos] == 0:
                 pos += 1
             else:
@@ -3138,7 +3288,7 @@ def decode_streams_group_describe_response_v1(data: bytes, pos: int) -> tuple[St
 
 
 def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms)
+    out += _S10.pack(m.throttle_time_ms)
     x_1 = m.groups
     u_2 = len(x_1) + 1
     if u_2 < 128:
@@ -3146,18 +3296,21 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S3.pack(e_3.error_code)
-        x_4 = e_3.error_message
-        if x_4 is None:
-            out.append(0)
+        if e_3.error_message == '':
+            out += _S5.pack(e_3.error_code, 1)
         else:
-            b_5 = x_4.encode()
-            u_6 = len(b_5) + 1
-            if u_6 < 128:
-                out.append(u_6)
+            x_4 = e_3.error_message
+            if x_4 is None:
+                out += _S11.pack(e_3.error_code)
             else:
-                write_uvarint(out, u_6)
-            out += b_5
+                b_5 = x_4.encode()
+                u_6 = len(b_5) + 1
+                if u_6 < 128:
+                    out += _S5.pack(e_3.error_code, u_6)
+                else:
+                    out += _S12.pack(e_3.error_code)
+                    write_uvarint(out, u_6)
+                out += b_5
         x_7 = e_3.group_id
         b_8 = x_7.encode()
         u_9 = len(b_8) + 1
@@ -3174,13 +3327,13 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
         else:
             write_uvarint(out, u_12)
         out += b_11
-        out += _S4.pack(e_3.group_epoch, e_3.assignment_epoch)
+        out += _S6.pack(e_3.group_epoch, e_3.assignment_epoch)
         s_14 = e_3.topology
         if s_14 is None:
             out.append(0xFF)
         else:
             out.append(1)
-            out += _S2.pack(s_14.epoch)
+            out += _S10.pack(s_14.epoch)
             x_15 = s_14.subtopologies
             if x_15 is None:
                 out.append(0)
@@ -3244,7 +3397,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_38)
                         out += b_37
-                        out += _S5.pack(e_35.partitions, e_35.replication_factor)
+                        out += _S13.pack(e_35.partitions, e_35.replication_factor)
                         x_39 = e_35.topic_configs
                         u_40 = len(x_39) + 1
                         if u_40 < 128:
@@ -3285,7 +3438,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                         else:
                             write_uvarint(out, u_53)
                         out += b_52
-                        out += _S5.pack(e_50.partitions, e_50.replication_factor)
+                        out += _S13.pack(e_50.partitions, e_50.replication_factor)
                         x_54 = e_50.topic_configs
                         u_55 = len(x_54) + 1
                         if u_55 < 128:
@@ -3328,18 +3481,21 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_68)
             out += b_67
-            out += _S2.pack(e_65.member_epoch)
-            x_69 = e_65.instance_id
-            if x_69 is None:
-                out.append(0)
+            if e_65.instance_id == '':
+                out += _S4.pack(e_65.member_epoch, 1)
             else:
-                b_70 = x_69.encode()
-                u_71 = len(b_70) + 1
-                if u_71 < 128:
-                    out.append(u_71)
+                x_69 = e_65.instance_id
+                if x_69 is None:
+                    out += _S14.pack(e_65.member_epoch)
                 else:
-                    write_uvarint(out, u_71)
-                out += b_70
+                    b_70 = x_69.encode()
+                    u_71 = len(b_70) + 1
+                    if u_71 < 128:
+                        out += _S4.pack(e_65.member_epoch, u_71)
+                    else:
+                        out += _S10.pack(e_65.member_epoch)
+                        write_uvarint(out, u_71)
+                    out += b_70
             x_72 = e_65.rack_id
             if x_72 is None:
                 out.append(0)
@@ -3367,15 +3523,18 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
             else:
                 write_uvarint(out, u_80)
             out += b_79
-            out += _S2.pack(e_65.topology_epoch)
-            x_81 = e_65.process_id
-            b_82 = x_81.encode()
-            u_83 = len(b_82) + 1
-            if u_83 < 128:
-                out.append(u_83)
+            if e_65.process_id == '':
+                out += _S4.pack(e_65.topology_epoch, 1)
             else:
-                write_uvarint(out, u_83)
-            out += b_82
+                x_81 = e_65.process_id
+                b_82 = x_81.encode()
+                u_83 = len(b_82) + 1
+                if u_83 < 128:
+                    out += _S4.pack(e_65.topology_epoch, u_83)
+                else:
+                    out += _S10.pack(e_65.topology_epoch)
+                    write_uvarint(out, u_83)
+                out += b_82
             s_85 = e_65.user_endpoint
             if s_85 is None:
                 out.append(0xFF)
@@ -3389,8 +3548,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_88)
                 out += b_87
-                out += _S6.pack(s_85.port)
-                out.append(0)
+                out += _S15.pack(s_85.port)
             x_89 = e_65.client_tags
             u_90 = len(x_89) + 1
             if u_90 < 128:
@@ -3430,8 +3588,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_103)
                 out += b_102
-                out += _S7.pack(e_100.partition, e_100.offset)
-                out.append(0)
+                out += _S16.pack(e_100.partition, e_100.offset)
             x_104 = e_65.task_end_offsets
             u_105 = len(x_104) + 1
             if u_105 < 128:
@@ -3447,8 +3604,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_109)
                 out += b_108
-                out += _S7.pack(e_106.partition, e_106.offset)
-                out.append(0)
+                out += _S16.pack(e_106.partition, e_106.offset)
             s_111 = e_65.assignment
             x_112 = s_111.active_tasks
             u_113 = len(x_112) + 1
@@ -3591,9 +3747,8 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 out += pack('>%di' % len(x_160), *x_160)
                 out.append(0)
             out.append(0)
-            out += _S0.pack(e_65.is_classic)
-            out.append(0)
-        out += _S2.pack(e_3.authorized_operations)
+            out += _S1.pack(e_65.is_classic)
+        out += _S10.pack(e_3.authorized_operations)
         s_163 = e_3.topology_description
         if s_163 is None:
             out.append(0xFF)
@@ -3629,7 +3784,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                     else:
                         write_uvarint(out, u_175)
                     out += b_174
-                    out += _S8.pack(e_172.node_type)
+                    out += _S18.pack(e_172.node_type)
                     x_176 = e_172.source_topics
                     u_177 = len(x_176) + 1
                     if u_177 < 128:
@@ -3704,7 +3859,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_204)
                 out += b_203
-                out += _S8.pack(s_201.node_type)
+                out += _S18.pack(s_201.node_type)
                 x_205 = s_201.source_topics
                 u_206 = len(x_205) + 1
                 if u_206 < 128:
@@ -3771,7 +3926,7 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 else:
                     write_uvarint(out, u_230)
                 out += b_229
-                out += _S8.pack(s_227.node_type)
+                out += _S18.pack(s_227.node_type)
                 x_231 = s_227.source_topics
                 u_232 = len(x_231) + 1
                 if u_232 < 128:
@@ -3831,17 +3986,20 @@ def encode_streams_group_describe_response_v1(m: StreamsGroupDescribeResponse, o
                 out.append(0)
                 out.append(0)
             out.append(0)
-        out += _S8.pack(e_3.topology_description_status)
-        x_252 = e_3.assignor_name
-        if x_252 is None:
-            out.append(0)
+        if e_3.assignor_name == '':
+            out += _S19.pack(e_3.topology_description_status, 1)
         else:
-            b_253 = x_252.encode()
-            u_254 = len(b_253) + 1
-            if u_254 < 128:
-                out.append(u_254)
+            x_252 = e_3.assignor_name
+            if x_252 is None:
+                out += _S20.pack(e_3.topology_description_status)
             else:
-                write_uvarint(out, u_254)
-            out += b_253
-        out.append(0)
+                b_253 = x_252.encode()
+                u_254 = len(b_253) + 1
+                if u_254 < 128:
+                    out += _S17.pack(e_3.topology_description_status, u_254)
+                else:
+                    out += _S18.pack(e_3.topology_description_status)
+                    write_uvarint(out, u_254)
+                out += b_253
+            out.append(0)
     out.append(0)

@@ -9,16 +9,30 @@ from struct import Struct, pack, unpack_from
 
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
-_S0 = Struct('>ii')
+_S0 = Struct('>iiB')
 _S1 = Struct('>i')
-_S2 = Struct('>ih')
-_S3 = Struct('>H')
-_S4 = Struct('>iq')
-_S5 = Struct('>?')
-_S6 = Struct('>iiii')
-_S7 = Struct('>b')
-_S8 = Struct('>iiiq')
-_S9 = Struct('>?i')
+_S2 = Struct('>iB')
+_S3 = Struct('>ihB')
+_S4 = Struct('>HB')
+_S5 = Struct('>iqB')
+_S6 = Struct('>?B')
+_S7 = Struct('>iix')
+_S8 = Struct('>ii')
+_S9 = Struct('>ih')
+_S10 = Struct('>Hx')
+_S11 = Struct('>iqx')
+_S12 = Struct('>?x')
+_S13 = Struct('>iiiiB')
+_S14 = Struct('>bB')
+_S15 = Struct('>bBB')
+_S16 = Struct('>ihx')
+_S17 = Struct('>iiii')
+_S18 = Struct('>bBx')
+_S19 = Struct('>b')
+_S20 = Struct('>iiiqB')
+_S21 = Struct('>?iB')
+_S22 = Struct('>iiiq')
+_S23 = Struct('>?i')
 
 
 @dataclass(slots=True)
@@ -146,11 +160,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -158,25 +174,28 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, v_endpoint_information_epoch_4 = _S0.unpack_from(data, pos)
-    pos += 8
-    v_instance_id_5: str | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_member_epoch_3, v_endpoint_information_epoch_4, n0 = _S0.unpack_from(data, pos)
+    v_instance_id_5: str | None
+    if n0 < 128:
+        pos += 9
+    else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_5 = ''
+    else:
+        v_instance_id_5 = None
     v_rack_id_6: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -184,24 +203,25 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_6 = None
-    else:
+    if n0 > 0:
         v_rack_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_6 = ''
+    else:
+        v_rack_id_6 = None
     v_rebalance_timeout_ms_7, = _S1.unpack_from(data, pos)
     pos += 4
     v_topology_8: Topology | None
     marker_18 = data[pos]
     pos += 1
     if marker_18 == 1:
-        v_epoch_19, = _S1.unpack_from(data, pos)
-        pos += 4
+        v_epoch_19, n1 = _S2.unpack_from(data, pos)
         v_subtopologies_20: list[Subtopology]
-        n1 = data[pos]
         if n1 < 128:
-            pos += 1
+            pos += 5
         else:
+            pos += 4
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
         if n1 < 0:
@@ -219,11 +239,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                 else:
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
-                if n2 < 0:
-                    raise DecodeError('non-nullable field SubtopologyId is null')
-                else:
+                if n2 > 0:
                     v_subtopology_id_22 = str(data[pos:pos + n2], 'utf-8')
                     pos += n2
+                elif n2 == 0:
+                    v_subtopology_id_22 = ''
+                else:
+                    raise DecodeError('non-nullable field SubtopologyId is null')
                 v_source_topics_23: list[str]
                 n2 = data[pos]
                 if n2 < 128:
@@ -246,11 +268,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_30 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_30 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopics[] is null')
                         append_29(e_30)
                 v_source_topic_regex_24: list[str]
                 n2 = data[pos]
@@ -274,11 +298,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
-                        else:
+                        if n3 > 0:
                             e_32 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_32 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
                         append_31(e_32)
                 v_state_changelog_topics_25: list[TopicInfo]
                 n2 = data[pos]
@@ -302,18 +328,19 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_34 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_35, v_replication_factor_36 = _S2.unpack_from(data, pos)
-                        pos += 6
-                        v_topic_configs_37: list[KeyValue]
-                        n3 = data[pos]
-                        if n3 < 128:
-                            pos += 1
+                        elif n3 == 0:
+                            v_name_34 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_partitions_35, v_replication_factor_36, n3 = _S3.unpack_from(data, pos)
+                        v_topic_configs_37: list[KeyValue]
+                        if n3 < 128:
+                            pos += 7
+                        else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -331,11 +358,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_39 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_39 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_40: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -343,11 +372,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_40 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_40 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -390,11 +421,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_42 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_42 = ''
+                        else:
+                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                         append_41(e_42)
                 v_repartition_source_topics_27: list[TopicInfo]
                 n2 = data[pos]
@@ -418,18 +451,19 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_44 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_45, v_replication_factor_46 = _S2.unpack_from(data, pos)
-                        pos += 6
-                        v_topic_configs_47: list[KeyValue]
-                        n3 = data[pos]
-                        if n3 < 128:
-                            pos += 1
+                        elif n3 == 0:
+                            v_name_44 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_partitions_45, v_replication_factor_46, n3 = _S3.unpack_from(data, pos)
+                        v_topic_configs_47: list[KeyValue]
+                        if n3 < 128:
+                            pos += 7
+                        else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -447,11 +481,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_49 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_49 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_50: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -459,11 +495,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_50 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_50 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -597,11 +635,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_56 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_56 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_57: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -648,11 +688,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_59 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_59 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_60: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -699,11 +741,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_62 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_62 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_63: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -735,11 +779,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_process_id_12 = None
-    else:
+    if n0 > 0:
         v_process_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_process_id_12 = ''
+    else:
+        v_process_id_12 = None
     v_user_endpoint_13: Endpoint | None
     marker_64 = data[pos]
     pos += 1
@@ -751,16 +797,18 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
         else:
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
-        if n1 < 0:
-            raise DecodeError('non-nullable field Host is null')
-        else:
+        if n1 > 0:
             v_host_65 = str(data[pos:pos + n1], 'utf-8')
             pos += n1
-        v_port_66, = _S3.unpack_from(data, pos)
-        pos += 2
-        if data[pos] == 0:
-            pos += 1
+        elif n1 == 0:
+            v_host_65 = ''
         else:
+            raise DecodeError('non-nullable field Host is null')
+        v_port_66, tag_count1 = _S4.unpack_from(data, pos)
+        if tag_count1 == 0:
+            pos += 3
+        else:
+            pos += 2
             n_tags1, pos = read_uvarint(data, pos)
             for _ in range(n_tags1):
                 tag1, pos = read_uvarint(data, pos)
@@ -794,11 +842,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_68 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_key_68 = ''
+            else:
+                raise DecodeError('non-nullable field Key is null')
             v_value_69: str
             n1 = data[pos]
             if n1 < 128:
@@ -806,11 +856,13 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Value is null')
-            else:
+            if n1 > 0:
                 v_value_69 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_value_69 = ''
+            else:
+                raise DecodeError('non-nullable field Value is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -843,16 +895,18 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_71 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_72, v_offset_73 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_subtopology_id_71 = ''
             else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
+            v_partition_72, v_offset_73, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
+            else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -882,16 +936,18 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_75 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_76, v_offset_77 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_subtopology_id_75 = ''
             else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
+            v_partition_76, v_offset_77, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
+            else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -899,11 +955,11 @@ def decode_streams_group_heartbeat_request_v0(data: bytes, pos: int) -> tuple[St
                     end1 = pos + size1
                     pos = end1
             append_74(TaskOffset(v_subtopology_id_75, v_partition_76, v_offset_77))
-    v_shutdown_application_17, = _S5.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_shutdown_application_17, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -930,18 +986,21 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
-    x_7 = m.instance_id
-    if x_7 is None:
-        out.append(0)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
+            else:
+                out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -1020,7 +1079,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_38)
                 out += b_37
-                out += _S2.pack(e_35.partitions, e_35.replication_factor)
+                out += _S9.pack(e_35.partitions, e_35.replication_factor)
                 x_39 = e_35.topic_configs
                 u_40 = len(x_39) + 1
                 if u_40 < 128:
@@ -1076,7 +1135,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_59)
                 out += b_58
-                out += _S2.pack(e_56.partitions, e_56.replication_factor)
+                out += _S9.pack(e_56.partitions, e_56.replication_factor)
                 x_60 = e_56.topic_configs
                 u_61 = len(x_60) + 1
                 if u_61 < 128:
@@ -1235,8 +1294,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
         else:
             write_uvarint(out, u_109)
         out += b_108
-        out += _S3.pack(s_106.port)
-        out.append(0)
+        out += _S10.pack(s_106.port)
     x_110 = m.client_tags
     if x_110 is None:
         out.append(0)
@@ -1282,8 +1340,7 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_124)
             out += b_123
-            out += _S4.pack(e_121.partition, e_121.offset)
-            out.append(0)
+            out += _S11.pack(e_121.partition, e_121.offset)
     x_125 = m.task_end_offsets
     if x_125 is None:
         out.append(0)
@@ -1302,10 +1359,8 @@ def encode_streams_group_heartbeat_request_v0(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_130)
             out += b_129
-            out += _S4.pack(e_127.partition, e_127.offset)
-            out.append(0)
-    out += _S5.pack(m.shutdown_application)
-    out.append(0)
+            out += _S11.pack(e_127.partition, e_127.offset)
+    out += _S12.pack(m.shutdown_application)
 
 
 def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequest, int]:
@@ -1316,11 +1371,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
     v_member_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -1328,25 +1385,28 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_3, v_endpoint_information_epoch_4 = _S0.unpack_from(data, pos)
-    pos += 8
-    v_instance_id_5: str | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_2 = ''
     else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_member_epoch_3, v_endpoint_information_epoch_4, n0 = _S0.unpack_from(data, pos)
+    v_instance_id_5: str | None
+    if n0 < 128:
+        pos += 9
+    else:
+        pos += 8
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_instance_id_5 = None
-    else:
+    if n0 > 0:
         v_instance_id_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_instance_id_5 = ''
+    else:
+        v_instance_id_5 = None
     v_rack_id_6: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1354,24 +1414,25 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_rack_id_6 = None
-    else:
+    if n0 > 0:
         v_rack_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_rack_id_6 = ''
+    else:
+        v_rack_id_6 = None
     v_rebalance_timeout_ms_7, = _S1.unpack_from(data, pos)
     pos += 4
     v_topology_8: Topology | None
     marker_18 = data[pos]
     pos += 1
     if marker_18 == 1:
-        v_epoch_19, = _S1.unpack_from(data, pos)
-        pos += 4
+        v_epoch_19, n1 = _S2.unpack_from(data, pos)
         v_subtopologies_20: list[Subtopology]
-        n1 = data[pos]
         if n1 < 128:
-            pos += 1
+            pos += 5
         else:
+            pos += 4
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
         if n1 < 0:
@@ -1389,11 +1450,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                 else:
                     n2, pos = read_uvarint(data, pos)
                 n2 -= 1
-                if n2 < 0:
-                    raise DecodeError('non-nullable field SubtopologyId is null')
-                else:
+                if n2 > 0:
                     v_subtopology_id_22 = str(data[pos:pos + n2], 'utf-8')
                     pos += n2
+                elif n2 == 0:
+                    v_subtopology_id_22 = ''
+                else:
+                    raise DecodeError('non-nullable field SubtopologyId is null')
                 v_source_topics_23: list[str]
                 n2 = data[pos]
                 if n2 < 128:
@@ -1416,11 +1479,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_30 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_30 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopics[] is null')
                         append_29(e_30)
                 v_source_topic_regex_24: list[str]
                 n2 = data[pos]
@@ -1444,11 +1509,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
-                        else:
+                        if n3 > 0:
                             e_32 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_32 = ''
+                        else:
+                            raise DecodeError('non-nullable field SourceTopicRegex[] is null')
                         append_31(e_32)
                 v_state_changelog_topics_25: list[TopicInfo]
                 n2 = data[pos]
@@ -1472,18 +1539,19 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_34 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_35, v_replication_factor_36 = _S2.unpack_from(data, pos)
-                        pos += 6
-                        v_topic_configs_37: list[KeyValue]
-                        n3 = data[pos]
-                        if n3 < 128:
-                            pos += 1
+                        elif n3 == 0:
+                            v_name_34 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_partitions_35, v_replication_factor_36, n3 = _S3.unpack_from(data, pos)
+                        v_topic_configs_37: list[KeyValue]
+                        if n3 < 128:
+                            pos += 7
+                        else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -1501,11 +1569,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_39 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_39 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_40: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -1513,11 +1583,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_40 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_40 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -1560,11 +1632,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
-                        else:
+                        if n3 > 0:
                             e_42 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
+                        elif n3 == 0:
+                            e_42 = ''
+                        else:
+                            raise DecodeError('non-nullable field RepartitionSinkTopics[] is null')
                         append_41(e_42)
                 v_repartition_source_topics_27: list[TopicInfo]
                 n2 = data[pos]
@@ -1588,18 +1662,19 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                         else:
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
-                        if n3 < 0:
-                            raise DecodeError('non-nullable field Name is null')
-                        else:
+                        if n3 > 0:
                             v_name_44 = str(data[pos:pos + n3], 'utf-8')
                             pos += n3
-                        v_partitions_45, v_replication_factor_46 = _S2.unpack_from(data, pos)
-                        pos += 6
-                        v_topic_configs_47: list[KeyValue]
-                        n3 = data[pos]
-                        if n3 < 128:
-                            pos += 1
+                        elif n3 == 0:
+                            v_name_44 = ''
                         else:
+                            raise DecodeError('non-nullable field Name is null')
+                        v_partitions_45, v_replication_factor_46, n3 = _S3.unpack_from(data, pos)
+                        v_topic_configs_47: list[KeyValue]
+                        if n3 < 128:
+                            pos += 7
+                        else:
+                            pos += 6
                             n3, pos = read_uvarint(data, pos)
                         n3 -= 1
                         if n3 < 0:
@@ -1617,11 +1692,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Key is null')
-                                else:
+                                if n4 > 0:
                                     v_key_49 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_key_49 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Key is null')
                                 v_value_50: str
                                 n4 = data[pos]
                                 if n4 < 128:
@@ -1629,11 +1706,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                                 else:
                                     n4, pos = read_uvarint(data, pos)
                                 n4 -= 1
-                                if n4 < 0:
-                                    raise DecodeError('non-nullable field Value is null')
-                                else:
+                                if n4 > 0:
                                     v_value_50 = str(data[pos:pos + n4], 'utf-8')
                                     pos += n4
+                                elif n4 == 0:
+                                    v_value_50 = ''
+                                else:
+                                    raise DecodeError('non-nullable field Value is null')
                                 if data[pos] == 0:
                                     pos += 1
                                 else:
@@ -1767,11 +1846,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_56 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_56 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_57: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1818,11 +1899,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_59 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_59 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_60: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1869,11 +1952,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_62 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_62 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_63: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -1905,11 +1990,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_process_id_12 = None
-    else:
+    if n0 > 0:
         v_process_id_12 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_process_id_12 = ''
+    else:
+        v_process_id_12 = None
     v_user_endpoint_13: Endpoint | None
     marker_64 = data[pos]
     pos += 1
@@ -1921,16 +2008,18 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
         else:
             n1, pos = read_uvarint(data, pos)
         n1 -= 1
-        if n1 < 0:
-            raise DecodeError('non-nullable field Host is null')
-        else:
+        if n1 > 0:
             v_host_65 = str(data[pos:pos + n1], 'utf-8')
             pos += n1
-        v_port_66, = _S3.unpack_from(data, pos)
-        pos += 2
-        if data[pos] == 0:
-            pos += 1
+        elif n1 == 0:
+            v_host_65 = ''
         else:
+            raise DecodeError('non-nullable field Host is null')
+        v_port_66, tag_count1 = _S4.unpack_from(data, pos)
+        if tag_count1 == 0:
+            pos += 3
+        else:
+            pos += 2
             n_tags1, pos = read_uvarint(data, pos)
             for _ in range(n_tags1):
                 tag1, pos = read_uvarint(data, pos)
@@ -1964,11 +2053,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Key is null')
-            else:
+            if n1 > 0:
                 v_key_68 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_key_68 = ''
+            else:
+                raise DecodeError('non-nullable field Key is null')
             v_value_69: str
             n1 = data[pos]
             if n1 < 128:
@@ -1976,11 +2067,13 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Value is null')
-            else:
+            if n1 > 0:
                 v_value_69 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_value_69 = ''
+            else:
+                raise DecodeError('non-nullable field Value is null')
             if data[pos] == 0:
                 pos += 1
             else:
@@ -2013,16 +2106,18 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_71 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_72, v_offset_73 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_subtopology_id_71 = ''
             else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
+            v_partition_72, v_offset_73, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
+            else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2052,16 +2147,18 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_75 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
-            v_partition_76, v_offset_77 = _S4.unpack_from(data, pos)
-            pos += 12
-            if data[pos] == 0:
-                pos += 1
+            elif n1 == 0:
+                v_subtopology_id_75 = ''
             else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
+            v_partition_76, v_offset_77, tag_count1 = _S5.unpack_from(data, pos)
+            if tag_count1 == 0:
+                pos += 13
+            else:
+                pos += 12
                 n_tags1, pos = read_uvarint(data, pos)
                 for _ in range(n_tags1):
                     tag1, pos = read_uvarint(data, pos)
@@ -2069,11 +2166,11 @@ def decode_streams_group_heartbeat_request_v1(data: bytes, pos: int) -> tuple[St
                     end1 = pos + size1
                     pos = end1
             append_74(TaskOffset(v_subtopology_id_75, v_partition_76, v_offset_77))
-    v_shutdown_application_17, = _S5.unpack_from(data, pos)
-    pos += 1
-    if data[pos] == 0:
-        pos += 1
+    v_shutdown_application_17, tag_count0 = _S6.unpack_from(data, pos)
+    if tag_count0 == 0:
+        pos += 2
     else:
+        pos += 1
         n_tags0, pos = read_uvarint(data, pos)
         for _ in range(n_tags0):
             tag0, pos = read_uvarint(data, pos)
@@ -2100,18 +2197,21 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S0.pack(m.member_epoch, m.endpoint_information_epoch)
-    x_7 = m.instance_id
-    if x_7 is None:
-        out.append(0)
+    if m.instance_id == '':
+        out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, 1)
     else:
-        b_8 = x_7.encode()
-        u_9 = len(b_8) + 1
-        if u_9 < 128:
-            out.append(u_9)
+        x_7 = m.instance_id
+        if x_7 is None:
+            out += _S7.pack(m.member_epoch, m.endpoint_information_epoch)
         else:
-            write_uvarint(out, u_9)
-        out += b_8
+            b_8 = x_7.encode()
+            u_9 = len(b_8) + 1
+            if u_9 < 128:
+                out += _S0.pack(m.member_epoch, m.endpoint_information_epoch, u_9)
+            else:
+                out += _S8.pack(m.member_epoch, m.endpoint_information_epoch)
+                write_uvarint(out, u_9)
+            out += b_8
     x_10 = m.rack_id
     if x_10 is None:
         out.append(0)
@@ -2190,7 +2290,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_38)
                 out += b_37
-                out += _S2.pack(e_35.partitions, e_35.replication_factor)
+                out += _S9.pack(e_35.partitions, e_35.replication_factor)
                 x_39 = e_35.topic_configs
                 u_40 = len(x_39) + 1
                 if u_40 < 128:
@@ -2246,7 +2346,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
                 else:
                     write_uvarint(out, u_59)
                 out += b_58
-                out += _S2.pack(e_56.partitions, e_56.replication_factor)
+                out += _S9.pack(e_56.partitions, e_56.replication_factor)
                 x_60 = e_56.topic_configs
                 u_61 = len(x_60) + 1
                 if u_61 < 128:
@@ -2405,8 +2505,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
         else:
             write_uvarint(out, u_109)
         out += b_108
-        out += _S3.pack(s_106.port)
-        out.append(0)
+        out += _S10.pack(s_106.port)
     x_110 = m.client_tags
     if x_110 is None:
         out.append(0)
@@ -2452,8 +2551,7 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_124)
             out += b_123
-            out += _S4.pack(e_121.partition, e_121.offset)
-            out.append(0)
+            out += _S11.pack(e_121.partition, e_121.offset)
     x_125 = m.task_end_offsets
     if x_125 is None:
         out.append(0)
@@ -2472,27 +2570,26 @@ def encode_streams_group_heartbeat_request_v1(m: StreamsGroupHeartbeatRequest, o
             else:
                 write_uvarint(out, u_130)
             out += b_129
-            out += _S4.pack(e_127.partition, e_127.offset)
-            out.append(0)
-    out += _S5.pack(m.shutdown_application)
-    out.append(0)
+            out += _S11.pack(e_127.partition, e_127.offset)
+    out += _S12.pack(m.shutdown_application)
 
 
 def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
@@ -2500,18 +2597,19 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6, v_acceptable_recovery_lag_legacy_7, v_task_offset_interval_ms_8 = _S6.unpack_from(data, pos)
-    pos += 16
-    v_status_10: list[Status] | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_4 = ''
     else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_member_epoch_5, v_heartbeat_interval_ms_6, v_acceptable_recovery_lag_legacy_7, v_task_offset_interval_ms_8, n0 = _S13.unpack_from(data, pos)
+    v_status_10: list[Status] | None
+    if n0 < 128:
+        pos += 17
+    else:
+        pos += 16
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2522,29 +2620,35 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
         v_status_10 = []
         append_17 = v_status_10.append
         for _ in range(n0):
-            v_status_code_18, = _S7.unpack_from(data, pos)
-            pos += 1
             v_status_detail_19: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            v_status_code_18, n1, tag_count1 = _S15.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
+                v_status_detail_19 = ''
+                pos += 3
             else:
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatusDetail is null')
-            else:
-                v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_status_code_18, n1 = _S14.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 2
+                else:
+                    pos += 1
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_status_detail_19 = ''
+                else:
+                    raise DecodeError('non-nullable field StatusDetail is null')
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_17(Status(v_status_code_18, v_status_detail_19))
     v_active_tasks_11: list[TaskIds] | None
     n0 = data[pos]
@@ -2568,11 +2672,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_21 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_22: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -2619,11 +2725,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_24 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_24 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_25: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -2670,11 +2778,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_27 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_28: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -2699,13 +2809,12 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
                     end1 = pos + size1
                     pos = end1
             append_26(TaskIds(v_subtopology_id_27, v_partitions_28))
-    v_endpoint_information_epoch_15, = _S1.unpack_from(data, pos)
-    pos += 4
+    v_endpoint_information_epoch_15, n0 = _S2.unpack_from(data, pos)
     v_partitions_by_user_endpoint_16: list[EndpointToPartitions] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -2724,16 +2833,18 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
             else:
                 n2, pos = read_uvarint(data, pos)
             n2 -= 1
-            if n2 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n2 > 0:
                 v_host_33 = str(data[pos:pos + n2], 'utf-8')
                 pos += n2
-            v_port_34, = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n2 == 0:
+                v_host_33 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_34, tag_count2 = _S4.unpack_from(data, pos)
+            if tag_count2 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags2, pos = read_uvarint(data, pos)
                 for _ in range(n_tags2):
                     tag2, pos = read_uvarint(data, pos)
@@ -2763,11 +2874,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_36 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_36 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_37: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -2814,11 +2927,13 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_39 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_39 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_40: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -2868,18 +2983,21 @@ def decode_streams_group_heartbeat_response_v0(data: bytes, pos: int) -> tuple[S
 def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse, out: bytearray) -> None:
     if m.topology_description_required:
         raise ValueError('attempted to write a non-default TopologyDescriptionRequired at version 0')
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S3.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S16.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S9.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -2888,7 +3006,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S6.pack(m.member_epoch, m.heartbeat_interval_ms, m.acceptable_recovery_lag_legacy, m.task_offset_interval_ms)
+    out += _S17.pack(m.member_epoch, m.heartbeat_interval_ms, m.acceptable_recovery_lag_legacy, m.task_offset_interval_ms)
     x_7 = m.status
     if x_7 is None:
         out.append(0)
@@ -2899,16 +3017,19 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.status_code)
-            x_10 = e_9.status_detail
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out.append(u_12)
+            if e_9.status_detail == '':
+                out += _S18.pack(e_9.status_code, 1)
             else:
-                write_uvarint(out, u_12)
-            out += b_11
-            out.append(0)
+                x_10 = e_9.status_detail
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S14.pack(e_9.status_code, u_12)
+                else:
+                    out += _S19.pack(e_9.status_code)
+                    write_uvarint(out, u_12)
+                out += b_11
+                out.append(0)
     x_13 = m.active_tasks
     if x_13 is None:
         out.append(0)
@@ -3007,8 +3128,7 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
             else:
                 write_uvarint(out, u_44)
             out += b_43
-            out += _S3.pack(s_41.port)
-            out.append(0)
+            out += _S10.pack(s_41.port)
             x_45 = e_39.active_partitions
             u_46 = len(x_45) + 1
             if u_46 < 128:
@@ -3060,20 +3180,21 @@ def encode_streams_group_heartbeat_response_v0(m: StreamsGroupHeartbeatResponse,
 
 
 def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S3.unpack_from(data, pos)
     v_error_message_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_error_message_3 = None
-    else:
+    if n0 > 0:
         v_error_message_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_error_message_3 = ''
+    else:
+        v_error_message_3 = None
     v_member_id_4: str
     n0 = data[pos]
     if n0 < 128:
@@ -3081,18 +3202,19 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9 = _S8.unpack_from(data, pos)
-    pos += 20
-    v_status_10: list[Status] | None
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_member_id_4 = ''
     else:
+        raise DecodeError('non-nullable field MemberId is null')
+    v_member_epoch_5, v_heartbeat_interval_ms_6, v_task_offset_interval_ms_8, v_acceptable_recovery_lag_9, n0 = _S20.unpack_from(data, pos)
+    v_status_10: list[Status] | None
+    if n0 < 128:
+        pos += 21
+    else:
+        pos += 20
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3103,29 +3225,35 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
         v_status_10 = []
         append_17 = v_status_10.append
         for _ in range(n0):
-            v_status_code_18, = _S7.unpack_from(data, pos)
-            pos += 1
             v_status_detail_19: str
-            n1 = data[pos]
-            if n1 < 128:
-                pos += 1
+            v_status_code_18, n1, tag_count1 = _S15.unpack_from(data, pos)
+            if n1 == 1 and tag_count1 == 0:
+                v_status_detail_19 = ''
+                pos += 3
             else:
-                n1, pos = read_uvarint(data, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field StatusDetail is null')
-            else:
-                v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
-                pos += n1
-            if data[pos] == 0:
-                pos += 1
-            else:
-                n_tags1, pos = read_uvarint(data, pos)
-                for _ in range(n_tags1):
-                    tag1, pos = read_uvarint(data, pos)
-                    size1, pos = read_uvarint(data, pos)
-                    end1 = pos + size1
-                    pos = end1
+                v_status_code_18, n1 = _S14.unpack_from(data, pos)
+                if n1 < 128:
+                    pos += 2
+                else:
+                    pos += 1
+                    n1, pos = read_uvarint(data, pos)
+                n1 -= 1
+                if n1 > 0:
+                    v_status_detail_19 = str(data[pos:pos + n1], 'utf-8')
+                    pos += n1
+                elif n1 == 0:
+                    v_status_detail_19 = ''
+                else:
+                    raise DecodeError('non-nullable field StatusDetail is null')
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    n_tags1, pos = read_uvarint(data, pos)
+                    for _ in range(n_tags1):
+                        tag1, pos = read_uvarint(data, pos)
+                        size1, pos = read_uvarint(data, pos)
+                        end1 = pos + size1
+                        pos = end1
             append_17(Status(v_status_code_18, v_status_detail_19))
     v_active_tasks_11: list[TaskIds] | None
     n0 = data[pos]
@@ -3149,11 +3277,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_21 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_21 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_22: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -3200,11 +3330,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_24 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_24 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_25: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -3251,11 +3383,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field SubtopologyId is null')
-            else:
+            if n1 > 0:
                 v_subtopology_id_27 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_subtopology_id_27 = ''
+            else:
+                raise DecodeError('non-nullable field SubtopologyId is null')
             v_partitions_28: list[int]
             n1 = data[pos]
             if n1 < 128:
@@ -3280,13 +3414,12 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     end1 = pos + size1
                     pos = end1
             append_26(TaskIds(v_subtopology_id_27, v_partitions_28))
-    v_topology_description_required_14, v_endpoint_information_epoch_15 = _S9.unpack_from(data, pos)
-    pos += 5
+    v_topology_description_required_14, v_endpoint_information_epoch_15, n0 = _S21.unpack_from(data, pos)
     v_partitions_by_user_endpoint_16: list[EndpointToPartitions] | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 6
     else:
+        pos += 5
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -3305,16 +3438,18 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
             else:
                 n2, pos = read_uvarint(data, pos)
             n2 -= 1
-            if n2 < 0:
-                raise DecodeError('non-nullable field Host is null')
-            else:
+            if n2 > 0:
                 v_host_33 = str(data[pos:pos + n2], 'utf-8')
                 pos += n2
-            v_port_34, = _S3.unpack_from(data, pos)
-            pos += 2
-            if data[pos] == 0:
-                pos += 1
+            elif n2 == 0:
+                v_host_33 = ''
             else:
+                raise DecodeError('non-nullable field Host is null')
+            v_port_34, tag_count2 = _S4.unpack_from(data, pos)
+            if tag_count2 == 0:
+                pos += 3
+            else:
+                pos += 2
                 n_tags2, pos = read_uvarint(data, pos)
                 for _ in range(n_tags2):
                     tag2, pos = read_uvarint(data, pos)
@@ -3344,11 +3479,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_36 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_36 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_37: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -3395,11 +3532,13 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
                     else:
                         n2, pos = read_uvarint(data, pos)
                     n2 -= 1
-                    if n2 < 0:
-                        raise DecodeError('non-nullable field Topic is null')
-                    else:
+                    if n2 > 0:
                         v_topic_39 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_topic_39 = ''
+                    else:
+                        raise DecodeError('non-nullable field Topic is null')
                     v_partitions_40: list[int]
                     n2 = data[pos]
                     if n2 < 128:
@@ -3449,18 +3588,21 @@ def decode_streams_group_heartbeat_response_v1(data: bytes, pos: int) -> tuple[S
 def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse, out: bytearray) -> None:
     if m.acceptable_recovery_lag_legacy != 0:
         raise ValueError('attempted to write a non-default AcceptableRecoveryLagLegacy at version 1')
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.error_message
-    if x_1 is None:
-        out.append(0)
+    if m.error_message == '':
+        out += _S3.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.error_message
+        if x_1 is None:
+            out += _S16.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S3.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S9.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.member_id
     b_5 = x_4.encode()
     u_6 = len(b_5) + 1
@@ -3469,7 +3611,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S8.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
+    out += _S22.pack(m.member_epoch, m.heartbeat_interval_ms, m.task_offset_interval_ms, m.acceptable_recovery_lag)
     x_7 = m.status
     if x_7 is None:
         out.append(0)
@@ -3480,16 +3622,19 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.status_code)
-            x_10 = e_9.status_detail
-            b_11 = x_10.encode()
-            u_12 = len(b_11) + 1
-            if u_12 < 128:
-                out.append(u_12)
+            if e_9.status_detail == '':
+                out += _S18.pack(e_9.status_code, 1)
             else:
-                write_uvarint(out, u_12)
-            out += b_11
-            out.append(0)
+                x_10 = e_9.status_detail
+                b_11 = x_10.encode()
+                u_12 = len(b_11) + 1
+                if u_12 < 128:
+                    out += _S14.pack(e_9.status_code, u_12)
+                else:
+                    out += _S19.pack(e_9.status_code)
+                    write_uvarint(out, u_12)
+                out += b_11
+                out.append(0)
     x_13 = m.active_tasks
     if x_13 is None:
         out.append(0)
@@ -3568,7 +3713,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
                 write_uvarint(out, u_36)
             out += pack('>%di' % len(x_35), *x_35)
             out.append(0)
-    out += _S9.pack(m.topology_description_required, m.endpoint_information_epoch)
+    out += _S23.pack(m.topology_description_required, m.endpoint_information_epoch)
     x_37 = m.partitions_by_user_endpoint
     if x_37 is None:
         out.append(0)
@@ -3588,8 +3733,7 @@ def encode_streams_group_heartbeat_response_v1(m: StreamsGroupHeartbeatResponse,
             else:
                 write_uvarint(out, u_44)
             out += b_43
-            out += _S3.pack(s_41.port)
-            out.append(0)
+            out += _S10.pack(s_41.port)
             x_45 = e_39.active_partitions
             u_46 = len(x_45) + 1
             if u_46 < 128:

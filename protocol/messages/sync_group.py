@@ -10,8 +10,13 @@ from struct import Struct
 from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 _S0 = Struct('>h')
-_S1 = Struct('>i')
-_S2 = Struct('>ih')
+_S1 = Struct('>ih')
+_S2 = Struct('>i')
+_S3 = Struct('>iB')
+_S4 = Struct('>hi')
+_S5 = Struct('>ihi')
+_S6 = Struct('>ihB')
+_S7 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -44,23 +49,25 @@ def decode_sync_group_request_v0(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_assignments_7: list[SyncGroupRequestAssignment]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignments is null')
@@ -73,13 +80,15 @@ def decode_sync_group_request_v0(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
@@ -97,20 +106,19 @@ def encode_sync_group_request_v0(m: SyncGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
     x_5 = m.assignments
-    out += _S1.pack(len(x_5))
+    out += _S2.pack(len(x_5))
     for e_6 in x_5:
         x_7 = e_6.member_id
         b_8 = x_7.encode()
         out += _S0.pack(len(b_8))
         out += b_8
         x_9 = e_6.assignment
-        out += _S1.pack(len(x_9))
+        out += _S2.pack(len(x_9))
         out += x_9
 
 
@@ -118,23 +126,25 @@ def decode_sync_group_request_v1(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_assignments_7: list[SyncGroupRequestAssignment]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignments is null')
@@ -147,13 +157,15 @@ def decode_sync_group_request_v1(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
@@ -171,20 +183,19 @@ def encode_sync_group_request_v1(m: SyncGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
     x_5 = m.assignments
-    out += _S1.pack(len(x_5))
+    out += _S2.pack(len(x_5))
     for e_6 in x_5:
         x_7 = e_6.member_id
         b_8 = x_7.encode()
         out += _S0.pack(len(b_8))
         out += b_8
         x_9 = e_6.assignment
-        out += _S1.pack(len(x_9))
+        out += _S2.pack(len(x_9))
         out += x_9
 
 
@@ -192,23 +203,25 @@ def decode_sync_group_request_v2(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_assignments_7: list[SyncGroupRequestAssignment]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignments is null')
@@ -221,13 +234,15 @@ def decode_sync_group_request_v2(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
@@ -245,20 +260,19 @@ def encode_sync_group_request_v2(m: SyncGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
     x_5 = m.assignments
-    out += _S1.pack(len(x_5))
+    out += _S2.pack(len(x_5))
     for e_6 in x_5:
         x_7 = e_6.member_id
         b_8 = x_7.encode()
         out += _S0.pack(len(b_8))
         out += b_8
         x_9 = e_6.assignment
-        out += _S1.pack(len(x_9))
+        out += _S2.pack(len(x_9))
         out += x_9
 
 
@@ -266,31 +280,35 @@ def decode_sync_group_request_v3(data: bytes, pos: int) -> tuple[SyncGroupReques
     v_group_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0, = _S0.unpack_from(data, pos)
-    pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S1.unpack_from(data, pos)
+    v_member_id_3: str
+    pos += 6
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_assignments_7: list[SyncGroupRequestAssignment]
-    n0, = _S1.unpack_from(data, pos)
+    n0, = _S2.unpack_from(data, pos)
     pos += 4
     if n0 < 0:
         raise DecodeError('non-nullable field Assignments is null')
@@ -303,13 +321,15 @@ def decode_sync_group_request_v3(data: bytes, pos: int) -> tuple[SyncGroupReques
             v_member_id_9: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
-            n1, = _S1.unpack_from(data, pos)
+            n1, = _S2.unpack_from(data, pos)
             pos += 4
             if n1 < 0:
                 raise DecodeError('non-nullable field Assignment is null')
@@ -325,10 +345,9 @@ def encode_sync_group_request_v3(m: SyncGroupRequest, out: bytearray) -> None:
     b_2 = x_1.encode()
     out += _S0.pack(len(b_2))
     out += b_2
-    out += _S1.pack(m.generation_id)
     x_3 = m.member_id
     b_4 = x_3.encode()
-    out += _S0.pack(len(b_4))
+    out += _S1.pack(m.generation_id, len(b_4))
     out += b_4
     x_5 = m.group_instance_id
     if x_5 is None:
@@ -338,14 +357,14 @@ def encode_sync_group_request_v3(m: SyncGroupRequest, out: bytearray) -> None:
         out += _S0.pack(len(b_6))
         out += b_6
     x_7 = m.assignments
-    out += _S1.pack(len(x_7))
+    out += _S2.pack(len(x_7))
     for e_8 in x_7:
         x_9 = e_8.member_id
         b_10 = x_9.encode()
         out += _S0.pack(len(b_10))
         out += b_10
         x_11 = e_8.assignment
-        out += _S1.pack(len(x_11))
+        out += _S2.pack(len(x_11))
         out += x_11
 
 
@@ -357,25 +376,28 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -383,11 +405,13 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0 = data[pos]
     if n0 < 128:
@@ -410,11 +434,13 @@ def decode_sync_group_request_v4(data: bytes, pos: int) -> tuple[SyncGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -458,15 +484,18 @@ def encode_sync_group_request_v4(m: SyncGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S3.pack(m.generation_id, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S3.pack(m.generation_id, u_6)
+        else:
+            out += _S2.pack(m.generation_id)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -512,25 +541,28 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_generation_id_2, = _S1.unpack_from(data, pos)
-    pos += 4
-    v_member_id_3: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_1 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_generation_id_2, n0 = _S3.unpack_from(data, pos)
+    v_member_id_3: str
+    if n0 < 128:
+        pos += 5
+    else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_3 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -538,11 +570,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_4 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_4 = ''
+    else:
+        v_group_instance_id_4 = None
     v_protocol_type_5: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -550,11 +584,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_5 = None
-    else:
+    if n0 > 0:
         v_protocol_type_5 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_5 = ''
+    else:
+        v_protocol_type_5 = None
     v_protocol_name_6: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -562,11 +598,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_6 = None
-    else:
+    if n0 > 0:
         v_protocol_name_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_6 = ''
+    else:
+        v_protocol_name_6 = None
     v_assignments_7: list[SyncGroupRequestAssignment]
     n0 = data[pos]
     if n0 < 128:
@@ -589,11 +627,13 @@ def decode_sync_group_request_v5(data: bytes, pos: int) -> tuple[SyncGroupReques
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field MemberId is null')
-            else:
+            if n1 > 0:
                 v_member_id_9 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_member_id_9 = ''
+            else:
+                raise DecodeError('non-nullable field MemberId is null')
             v_assignment_10: bytes
             n1 = data[pos]
             if n1 < 128:
@@ -637,15 +677,18 @@ def encode_sync_group_request_v5(m: SyncGroupRequest, out: bytearray) -> None:
     else:
         write_uvarint(out, u_3)
     out += b_2
-    out += _S1.pack(m.generation_id)
-    x_4 = m.member_id
-    b_5 = x_4.encode()
-    u_6 = len(b_5) + 1
-    if u_6 < 128:
-        out.append(u_6)
+    if m.member_id == '':
+        out += _S3.pack(m.generation_id, 1)
     else:
-        write_uvarint(out, u_6)
-    out += b_5
+        x_4 = m.member_id
+        b_5 = x_4.encode()
+        u_6 = len(b_5) + 1
+        if u_6 < 128:
+            out += _S3.pack(m.generation_id, u_6)
+        else:
+            out += _S2.pack(m.generation_id)
+            write_uvarint(out, u_6)
+        out += b_5
     x_7 = m.group_instance_id
     if x_7 is None:
         out.append(0)
@@ -706,11 +749,9 @@ def encode_sync_group_request_v5(m: SyncGroupRequest, out: bytearray) -> None:
 
 
 def decode_sync_group_response_v0(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_error_code_2, = _S0.unpack_from(data, pos)
-    pos += 2
+    v_error_code_2, n0 = _S4.unpack_from(data, pos)
     v_assignment_5: bytes
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 6
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
@@ -720,18 +761,15 @@ def decode_sync_group_response_v0(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v0(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S0.pack(m.error_code)
     x_1 = m.assignment
-    out += _S1.pack(len(x_1))
+    out += _S4.pack(m.error_code, len(x_1))
     out += x_1
 
 
 def decode_sync_group_response_v1(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_assignment_5: bytes
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
@@ -741,18 +779,15 @@ def decode_sync_group_response_v1(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v1(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
-    out += _S1.pack(len(x_1))
+    out += _S5.pack(m.throttle_time_ms, m.error_code, len(x_1))
     out += x_1
 
 
 def decode_sync_group_response_v2(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_assignment_5: bytes
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
@@ -762,18 +797,15 @@ def decode_sync_group_response_v2(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v2(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
-    out += _S1.pack(len(x_1))
+    out += _S5.pack(m.throttle_time_ms, m.error_code, len(x_1))
     out += x_1
 
 
 def decode_sync_group_response_v3(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S5.unpack_from(data, pos)
     v_assignment_5: bytes
-    n0, = _S1.unpack_from(data, pos)
-    pos += 4
+    pos += 10
     if n0 < 0:
         raise DecodeError('non-nullable field Assignment is null')
     else:
@@ -783,20 +815,18 @@ def decode_sync_group_response_v3(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v3(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
-    out += _S1.pack(len(x_1))
+    out += _S5.pack(m.throttle_time_ms, m.error_code, len(x_1))
     out += x_1
 
 
 def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S6.unpack_from(data, pos)
     v_assignment_5: bytes
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -817,32 +847,33 @@ def decode_sync_group_response_v4(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v4(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
     x_1 = m.assignment
     u_2 = len(x_1) + 1
     if u_2 < 128:
-        out.append(u_2)
+        out += _S6.pack(m.throttle_time_ms, m.error_code, u_2)
     else:
+        out += _S1.pack(m.throttle_time_ms, m.error_code)
         write_uvarint(out, u_2)
     out += x_1
     out.append(0)
 
 
 def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    v_throttle_time_ms_1, v_error_code_2 = _S2.unpack_from(data, pos)
-    pos += 6
+    v_throttle_time_ms_1, v_error_code_2, n0 = _S6.unpack_from(data, pos)
     v_protocol_type_3: str | None
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 7
     else:
+        pos += 6
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_type_3 = None
-    else:
+    if n0 > 0:
         v_protocol_type_3 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_type_3 = ''
+    else:
+        v_protocol_type_3 = None
     v_protocol_name_4: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -850,11 +881,13 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_protocol_name_4 = None
-    else:
+    if n0 > 0:
         v_protocol_name_4 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_protocol_name_4 = ''
+    else:
+        v_protocol_name_4 = None
     v_assignment_5: bytes
     n0 = data[pos]
     if n0 < 128:
@@ -880,18 +913,21 @@ def decode_sync_group_response_v5(data: bytes, pos: int) -> tuple[SyncGroupRespo
 
 
 def encode_sync_group_response_v5(m: SyncGroupResponse, out: bytearray) -> None:
-    out += _S2.pack(m.throttle_time_ms, m.error_code)
-    x_1 = m.protocol_type
-    if x_1 is None:
-        out.append(0)
+    if m.protocol_type == '':
+        out += _S6.pack(m.throttle_time_ms, m.error_code, 1)
     else:
-        b_2 = x_1.encode()
-        u_3 = len(b_2) + 1
-        if u_3 < 128:
-            out.append(u_3)
+        x_1 = m.protocol_type
+        if x_1 is None:
+            out += _S7.pack(m.throttle_time_ms, m.error_code)
         else:
-            write_uvarint(out, u_3)
-        out += b_2
+            b_2 = x_1.encode()
+            u_3 = len(b_2) + 1
+            if u_3 < 128:
+                out += _S6.pack(m.throttle_time_ms, m.error_code, u_3)
+            else:
+                out += _S1.pack(m.throttle_time_ms, m.error_code)
+                write_uvarint(out, u_3)
+            out += b_2
     x_4 = m.protocol_name
     if x_4 is None:
         out.append(0)

@@ -11,13 +11,24 @@ from protocol.primitives import DecodeError, read_uvarint, write_uvarint
 
 ZERO_UUID = bytes(16)
 _S0 = Struct('>h')
-_S1 = Struct('>qh')
+_S1 = Struct('>qhi')
 _S2 = Struct('>i')
-_S3 = Struct('>iq')
-_S4 = Struct('>iqi')
-_S5 = Struct('>qhi')
-_S6 = Struct('>16s')
-_S7 = Struct('>ih')
+_S3 = Struct('>iqh')
+_S4 = Struct('>qh')
+_S5 = Struct('>iqih')
+_S6 = Struct('>qhiB')
+_S7 = Struct('>iqiB')
+_S8 = Struct('>iqiBB')
+_S9 = Struct('>iqiBx')
+_S10 = Struct('>iqix')
+_S11 = Struct('>iqi')
+_S12 = Struct('>16sB')
+_S13 = Struct('>16s')
+_S14 = Struct('>ii')
+_S15 = Struct('>ih')
+_S16 = Struct('>iB')
+_S17 = Struct('>ihB')
+_S18 = Struct('>ihx')
 
 
 @dataclass(slots=True)
@@ -70,24 +81,26 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_producer_id_3, v_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_topics_8: list[TxnOffsetCommitRequestTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -99,11 +112,13 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -115,16 +130,16 @@ def decode_txn_offset_commit_request_v0(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15 = _S3.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_14, v_committed_offset_15, n2 = _S3.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, -1, v_committed_metadata_17))
             append_9(TxnOffsetCommitRequestTopic(v_name_10, ZERO_UUID, v_partitions_12))
     return TxnOffsetCommitRequest(v_transactional_id_1, v_group_id_2, v_producer_id_3, v_producer_epoch_4, -1, '', None, v_topics_8), pos
@@ -145,7 +160,7 @@ def encode_txn_offset_commit_request_v0(m: TxnOffsetCommitRequest, out: bytearra
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S1.pack(m.producer_id, m.producer_epoch)
+    out += _S4.pack(m.producer_id, m.producer_epoch)
     x_5 = m.topics
     out += _S2.pack(len(x_5))
     for e_6 in x_5:
@@ -156,13 +171,12 @@ def encode_txn_offset_commit_request_v0(m: TxnOffsetCommitRequest, out: bytearra
         x_9 = e_6.partitions
         out += _S2.pack(len(x_9))
         for e_10 in x_9:
-            out += _S3.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -170,24 +184,26 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_producer_id_3, v_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_topics_8: list[TxnOffsetCommitRequestTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -199,11 +215,13 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -215,16 +233,16 @@ def decode_txn_offset_commit_request_v1(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15 = _S3.unpack_from(data, pos)
-                    pos += 12
+                    v_partition_index_14, v_committed_offset_15, n2 = _S3.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    pos += 14
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, -1, v_committed_metadata_17))
             append_9(TxnOffsetCommitRequestTopic(v_name_10, ZERO_UUID, v_partitions_12))
     return TxnOffsetCommitRequest(v_transactional_id_1, v_group_id_2, v_producer_id_3, v_producer_epoch_4, -1, '', None, v_topics_8), pos
@@ -245,7 +263,7 @@ def encode_txn_offset_commit_request_v1(m: TxnOffsetCommitRequest, out: bytearra
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S1.pack(m.producer_id, m.producer_epoch)
+    out += _S4.pack(m.producer_id, m.producer_epoch)
     x_5 = m.topics
     out += _S2.pack(len(x_5))
     for e_6 in x_5:
@@ -256,13 +274,12 @@ def encode_txn_offset_commit_request_v1(m: TxnOffsetCommitRequest, out: bytearra
         x_9 = e_6.partitions
         out += _S2.pack(len(x_9))
         for e_10 in x_9:
-            out += _S3.pack(e_10.partition_index, e_10.committed_offset)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S3.pack(e_10.partition_index, e_10.committed_offset, len(b_12))
                 out += b_12
 
 
@@ -270,24 +287,26 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
     v_transactional_id_1: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0, = _S0.unpack_from(data, pos)
     pos += 2
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4 = _S1.unpack_from(data, pos)
-    pos += 10
+    elif n0 == 0:
+        v_group_id_2 = ''
+    else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_producer_id_3, v_producer_epoch_4, n0 = _S1.unpack_from(data, pos)
     v_topics_8: list[TxnOffsetCommitRequestTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 14
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -299,11 +318,13 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
             v_name_10: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -315,16 +336,16 @@ def decode_txn_offset_commit_request_v2(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S5.unpack_from(data, pos)
                     v_committed_metadata_17: str | None
-                    n2, = _S0.unpack_from(data, pos)
-                    pos += 2
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
+                    pos += 18
+                    if n2 > 0:
                         v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
                         pos += n2
+                    elif n2 == 0:
+                        v_committed_metadata_17 = ''
+                    else:
+                        v_committed_metadata_17 = None
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             append_9(TxnOffsetCommitRequestTopic(v_name_10, ZERO_UUID, v_partitions_12))
     return TxnOffsetCommitRequest(v_transactional_id_1, v_group_id_2, v_producer_id_3, v_producer_epoch_4, -1, '', None, v_topics_8), pos
@@ -345,7 +366,7 @@ def encode_txn_offset_commit_request_v2(m: TxnOffsetCommitRequest, out: bytearra
     b_4 = x_3.encode()
     out += _S0.pack(len(b_4))
     out += b_4
-    out += _S1.pack(m.producer_id, m.producer_epoch)
+    out += _S4.pack(m.producer_id, m.producer_epoch)
     x_5 = m.topics
     out += _S2.pack(len(x_5))
     for e_6 in x_5:
@@ -356,13 +377,12 @@ def encode_txn_offset_commit_request_v2(m: TxnOffsetCommitRequest, out: bytearra
         x_9 = e_6.partitions
         out += _S2.pack(len(x_9))
         for e_10 in x_9:
-            out += _S4.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch)
             x_11 = e_10.committed_metadata
             if x_11 is None:
-                out += b'\xff\xff'
+                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, -1)
             else:
                 b_12 = x_11.encode()
-                out += _S0.pack(len(b_12))
+                out += _S5.pack(e_10.partition_index, e_10.committed_offset, e_10.committed_leader_epoch, len(b_12))
                 out += b_12
 
 
@@ -374,11 +394,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -386,25 +408,28 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
-    v_member_id_6: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_2 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
+    v_member_id_6: str
+    if n0 < 128:
+        pos += 15
+    else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -412,11 +437,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -439,11 +466,13 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -459,29 +488,35 @@ def decode_txn_offset_commit_request_v3(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -522,15 +557,18 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out.append(u_9)
+    if m.member_id == '':
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -564,19 +602,22 @@ def encode_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
-            x_22 = e_21.committed_metadata
-            if x_22 is None:
-                out.append(0)
+            if e_21.committed_metadata == '':
+                out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
-                b_23 = x_22.encode()
-                u_24 = len(b_23) + 1
-                if u_24 < 128:
-                    out.append(u_24)
+                x_22 = e_21.committed_metadata
+                if x_22 is None:
+                    out += _S10.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_24)
-                out += b_23
-            out.append(0)
+                    b_23 = x_22.encode()
+                    u_24 = len(b_23) + 1
+                    if u_24 < 128:
+                        out += _S7.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                    else:
+                        out += _S11.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        write_uvarint(out, u_24)
+                    out += b_23
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -589,11 +630,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -601,25 +644,28 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
-    v_member_id_6: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_2 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
+    v_member_id_6: str
+    if n0 < 128:
+        pos += 15
+    else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -627,11 +673,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -654,11 +702,13 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -674,29 +724,35 @@ def decode_txn_offset_commit_request_v4(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -737,15 +793,18 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out.append(u_9)
+    if m.member_id == '':
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -779,19 +838,22 @@ def encode_txn_offset_commit_request_v4(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
-            x_22 = e_21.committed_metadata
-            if x_22 is None:
-                out.append(0)
+            if e_21.committed_metadata == '':
+                out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
-                b_23 = x_22.encode()
-                u_24 = len(b_23) + 1
-                if u_24 < 128:
-                    out.append(u_24)
+                x_22 = e_21.committed_metadata
+                if x_22 is None:
+                    out += _S10.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_24)
-                out += b_23
-            out.append(0)
+                    b_23 = x_22.encode()
+                    u_24 = len(b_23) + 1
+                    if u_24 < 128:
+                        out += _S7.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                    else:
+                        out += _S11.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        write_uvarint(out, u_24)
+                    out += b_23
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -804,11 +866,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -816,25 +880,28 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
-    v_member_id_6: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_2 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
+    v_member_id_6: str
+    if n0 < 128:
+        pos += 15
+    else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -842,11 +909,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -869,11 +938,13 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_10 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_10 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
             n1 = data[pos]
             if n1 < 128:
@@ -889,29 +960,35 @@ def decode_txn_offset_commit_request_v5(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -952,15 +1029,18 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out.append(u_9)
+    if m.member_id == '':
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -994,19 +1074,22 @@ def encode_txn_offset_commit_request_v5(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_20)
         for e_21 in x_19:
-            out += _S4.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
-            x_22 = e_21.committed_metadata
-            if x_22 is None:
-                out.append(0)
+            if e_21.committed_metadata == '':
+                out += _S9.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, 1)
             else:
-                b_23 = x_22.encode()
-                u_24 = len(b_23) + 1
-                if u_24 < 128:
-                    out.append(u_24)
+                x_22 = e_21.committed_metadata
+                if x_22 is None:
+                    out += _S10.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_24)
-                out += b_23
-            out.append(0)
+                    b_23 = x_22.encode()
+                    u_24 = len(b_23) + 1
+                    if u_24 < 128:
+                        out += _S7.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch, u_24)
+                    else:
+                        out += _S11.pack(e_21.partition_index, e_21.committed_offset, e_21.committed_leader_epoch)
+                        write_uvarint(out, u_24)
+                    out += b_23
+                out.append(0)
         out.append(0)
     out.append(0)
 
@@ -1019,11 +1102,13 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field TransactionalId is null')
-    else:
+    if n0 > 0:
         v_transactional_id_1 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_transactional_id_1 = ''
+    else:
+        raise DecodeError('non-nullable field TransactionalId is null')
     v_group_id_2: str
     n0 = data[pos]
     if n0 < 128:
@@ -1031,25 +1116,28 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field GroupId is null')
-    else:
+    if n0 > 0:
         v_group_id_2 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
-    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5 = _S5.unpack_from(data, pos)
-    pos += 14
-    v_member_id_6: str
-    n0 = data[pos]
-    if n0 < 128:
-        pos += 1
+    elif n0 == 0:
+        v_group_id_2 = ''
     else:
+        raise DecodeError('non-nullable field GroupId is null')
+    v_producer_id_3, v_producer_epoch_4, v_generation_id_or_member_epoch_5, n0 = _S6.unpack_from(data, pos)
+    v_member_id_6: str
+    if n0 < 128:
+        pos += 15
+    else:
+        pos += 14
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        raise DecodeError('non-nullable field MemberId is null')
-    else:
+    if n0 > 0:
         v_member_id_6 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_member_id_6 = ''
+    else:
+        raise DecodeError('non-nullable field MemberId is null')
     v_group_instance_id_7: str | None
     n0 = data[pos]
     if n0 < 128:
@@ -1057,11 +1145,13 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
     else:
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
-    if n0 < 0:
-        v_group_instance_id_7 = None
-    else:
+    if n0 > 0:
         v_group_instance_id_7 = str(data[pos:pos + n0], 'utf-8')
         pos += n0
+    elif n0 == 0:
+        v_group_instance_id_7 = ''
+    else:
+        v_group_instance_id_7 = None
     v_topics_8: list[TxnOffsetCommitRequestTopic]
     n0 = data[pos]
     if n0 < 128:
@@ -1077,13 +1167,12 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
         v_topics_8 = []
         append_9 = v_topics_8.append
         for _ in range(n0):
-            v_topic_id_11, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_11, n1 = _S12.unpack_from(data, pos)
             v_partitions_12: list[TxnOffsetCommitRequestPartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1094,29 +1183,35 @@ def decode_txn_offset_commit_request_v6(data: bytes, pos: int) -> tuple[TxnOffse
                 v_partitions_12 = []
                 append_13 = v_partitions_12.append
                 for _ in range(n1):
-                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16 = _S4.unpack_from(data, pos)
-                    pos += 16
                     v_committed_metadata_17: str | None
-                    n2 = data[pos]
-                    if n2 < 128:
-                        pos += 1
+                    v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2, tag_count2 = _S8.unpack_from(data, pos)
+                    if n2 == 1 and tag_count2 == 0:
+                        v_committed_metadata_17 = ''
+                        pos += 18
                     else:
-                        n2, pos = read_uvarint(data, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        v_committed_metadata_17 = None
-                    else:
-                        v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
-                        pos += n2
-                    if data[pos] == 0:
-                        pos += 1
-                    else:
-                        n_tags2, pos = read_uvarint(data, pos)
-                        for _ in range(n_tags2):
-                            tag2, pos = read_uvarint(data, pos)
-                            size2, pos = read_uvarint(data, pos)
-                            end2 = pos + size2
-                            pos = end2
+                        v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, n2 = _S7.unpack_from(data, pos)
+                        if n2 < 128:
+                            pos += 17
+                        else:
+                            pos += 16
+                            n2, pos = read_uvarint(data, pos)
+                        n2 -= 1
+                        if n2 > 0:
+                            v_committed_metadata_17 = str(data[pos:pos + n2], 'utf-8')
+                            pos += n2
+                        elif n2 == 0:
+                            v_committed_metadata_17 = ''
+                        else:
+                            v_committed_metadata_17 = None
+                        if data[pos] == 0:
+                            pos += 1
+                        else:
+                            n_tags2, pos = read_uvarint(data, pos)
+                            for _ in range(n_tags2):
+                                tag2, pos = read_uvarint(data, pos)
+                                size2, pos = read_uvarint(data, pos)
+                                end2 = pos + size2
+                                pos = end2
                     append_13(TxnOffsetCommitRequestPartition(v_partition_index_14, v_committed_offset_15, v_committed_leader_epoch_16, v_committed_metadata_17))
             if data[pos] == 0:
                 pos += 1
@@ -1157,15 +1252,18 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_6)
     out += b_5
-    out += _S5.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
-    x_7 = m.member_id
-    b_8 = x_7.encode()
-    u_9 = len(b_8) + 1
-    if u_9 < 128:
-        out.append(u_9)
+    if m.member_id == '':
+        out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, 1)
     else:
-        write_uvarint(out, u_9)
-    out += b_8
+        x_7 = m.member_id
+        b_8 = x_7.encode()
+        u_9 = len(b_8) + 1
+        if u_9 < 128:
+            out += _S6.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch, u_9)
+        else:
+            out += _S1.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch)
+            write_uvarint(out, u_9)
+        out += b_8
     x_10 = m.group_instance_id
     if x_10 is None:
         out.append(0)
@@ -1184,7 +1282,7 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
     else:
         write_uvarint(out, u_14)
     for e_15 in x_13:
-        out += _S6.pack(e_15.topic_id)
+        out += _S13.pack(e_15.topic_id)
         x_16 = e_15.partitions
         u_17 = len(x_16) + 1
         if u_17 < 128:
@@ -1192,29 +1290,30 @@ def encode_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearra
         else:
             write_uvarint(out, u_17)
         for e_18 in x_16:
-            out += _S4.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
-            x_19 = e_18.committed_metadata
-            if x_19 is None:
-                out.append(0)
+            if e_18.committed_metadata == '':
+                out += _S9.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, 1)
             else:
-                b_20 = x_19.encode()
-                u_21 = len(b_20) + 1
-                if u_21 < 128:
-                    out.append(u_21)
+                x_19 = e_18.committed_metadata
+                if x_19 is None:
+                    out += _S10.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
                 else:
-                    write_uvarint(out, u_21)
-                out += b_20
-            out.append(0)
+                    b_20 = x_19.encode()
+                    u_21 = len(b_20) + 1
+                    if u_21 < 128:
+                        out += _S7.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch, u_21)
+                    else:
+                        out += _S11.pack(e_18.partition_index, e_18.committed_offset, e_18.committed_leader_epoch)
+                        write_uvarint(out, u_21)
+                    out += b_20
+                out.append(0)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1226,11 +1325,13 @@ def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffs
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -1242,7 +1343,7 @@ def decode_txn_offset_commit_response_v0(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S15.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1261,15 +1362,13 @@ def encode_txn_offset_commit_response_v0(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1281,11 +1380,13 @@ def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffs
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -1297,7 +1398,7 @@ def decode_txn_offset_commit_response_v1(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S15.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1316,15 +1417,13 @@ def encode_txn_offset_commit_response_v1(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S14.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0, = _S2.unpack_from(data, pos)
-    pos += 4
+    pos += 8
     if n0 < 0:
         raise DecodeError('non-nullable field Topics is null')
     elif n0 > len(data) - pos:
@@ -1336,11 +1435,13 @@ def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffs
             v_name_4: str
             n1, = _S0.unpack_from(data, pos)
             pos += 2
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1, = _S2.unpack_from(data, pos)
             pos += 4
@@ -1352,7 +1453,7 @@ def decode_txn_offset_commit_response_v2(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
+                    v_partition_index_8, v_error_code_9 = _S15.unpack_from(data, pos)
                     pos += 6
                     append_7(TxnOffsetCommitResponsePartition(v_partition_index_8, v_error_code_9))
             append_3(TxnOffsetCommitResponseTopic(v_name_4, ZERO_UUID, v_partitions_6))
@@ -1371,17 +1472,16 @@ def encode_txn_offset_commit_response_v2(m: TxnOffsetCommitResponse, out: bytear
         x_5 = e_2.partitions
         out += _S2.pack(len(x_5))
         for e_6 in x_5:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
+            out += _S15.pack(e_6.partition_index, e_6.error_code)
 
 
 def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1399,11 +1499,13 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1419,11 +1521,11 @@ def decode_txn_offset_commit_response_v3(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1477,20 +1579,18 @@ def encode_txn_offset_commit_response_v3(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1508,11 +1608,13 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1528,11 +1630,11 @@ def decode_txn_offset_commit_response_v4(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1586,20 +1688,18 @@ def encode_txn_offset_commit_response_v4(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1617,11 +1717,13 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
             else:
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
-            if n1 < 0:
-                raise DecodeError('non-nullable field Name is null')
-            else:
+            if n1 > 0:
                 v_name_4 = str(data[pos:pos + n1], 'utf-8')
                 pos += n1
+            elif n1 == 0:
+                v_name_4 = ''
+            else:
+                raise DecodeError('non-nullable field Name is null')
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
             n1 = data[pos]
             if n1 < 128:
@@ -1637,11 +1739,11 @@ def decode_txn_offset_commit_response_v5(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1695,20 +1797,18 @@ def encode_txn_offset_commit_response_v5(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_8)
         for e_9 in x_7:
-            out += _S7.pack(e_9.partition_index, e_9.error_code)
-            out.append(0)
+            out += _S18.pack(e_9.partition_index, e_9.error_code)
         out.append(0)
     out.append(0)
 
 
 def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    v_throttle_time_ms_1, = _S2.unpack_from(data, pos)
-    pos += 4
+    v_throttle_time_ms_1, n0 = _S16.unpack_from(data, pos)
     v_topics_2: list[TxnOffsetCommitResponseTopic]
-    n0 = data[pos]
     if n0 < 128:
-        pos += 1
+        pos += 5
     else:
+        pos += 4
         n0, pos = read_uvarint(data, pos)
     n0 -= 1
     if n0 < 0:
@@ -1719,13 +1819,12 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
         v_topics_2 = []
         append_3 = v_topics_2.append
         for _ in range(n0):
-            v_topic_id_5, = _S6.unpack_from(data, pos)
-            pos += 16
+            v_topic_id_5, n1 = _S12.unpack_from(data, pos)
             v_partitions_6: list[TxnOffsetCommitResponsePartition]
-            n1 = data[pos]
             if n1 < 128:
-                pos += 1
+                pos += 17
             else:
+                pos += 16
                 n1, pos = read_uvarint(data, pos)
             n1 -= 1
             if n1 < 0:
@@ -1736,11 +1835,11 @@ def decode_txn_offset_commit_response_v6(data: bytes, pos: int) -> tuple[TxnOffs
                 v_partitions_6 = []
                 append_7 = v_partitions_6.append
                 for _ in range(n1):
-                    v_partition_index_8, v_error_code_9 = _S7.unpack_from(data, pos)
-                    pos += 6
-                    if data[pos] == 0:
-                        pos += 1
+                    v_partition_index_8, v_error_code_9, tag_count2 = _S17.unpack_from(data, pos)
+                    if tag_count2 == 0:
+                        pos += 7
                     else:
+                        pos += 6
                         n_tags2, pos = read_uvarint(data, pos)
                         for _ in range(n_tags2):
                             tag2, pos = read_uvarint(data, pos)
@@ -1779,7 +1878,7 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
     else:
         write_uvarint(out, u_2)
     for e_3 in x_1:
-        out += _S6.pack(e_3.topic_id)
+        out += _S13.pack(e_3.topic_id)
         x_4 = e_3.partitions
         u_5 = len(x_4) + 1
         if u_5 < 128:
@@ -1787,7 +1886,6 @@ def encode_txn_offset_commit_response_v6(m: TxnOffsetCommitResponse, out: bytear
         else:
             write_uvarint(out, u_5)
         for e_6 in x_4:
-            out += _S7.pack(e_6.partition_index, e_6.error_code)
-            out.append(0)
+            out += _S18.pack(e_6.partition_index, e_6.error_code)
         out.append(0)
     out.append(0)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from coordinator.api import validation
 from coordinator.api.validation import MAX_RETENTION_MS, count_items, screen_request
 from coordinator.server.config import Config
 from protocol.apis import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages import CODECS
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
@@ -17,6 +21,12 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+)
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
 )
 
 LIMITS = Config().request_limits()  # the settings table's defaults
@@ -164,3 +174,72 @@ def test_too_many_groups_in_one_describe_closes_the_connection() -> None:
     )
     fine = DescribeGroupsRequest(groups=["g"] * LIMITS.request_max_groups)
     assert screen_request(LIMITS, ApiKey.DESCRIBE_GROUPS, 5, "c", fine) is None
+
+
+def _smallest_commit_and_fetch(version: int, elements: int) -> list[tuple[ApiKey, Any]]:
+    """An OffsetCommit and an OffsetFetch whose elements are as small as the wire allows."""
+    partitions = [OffsetCommitRequestPartition(0, 0, committed_metadata=None) for _ in range(elements)]
+    commit = OffsetCommitRequest(topics=[OffsetCommitRequestTopic(name="", partitions=partitions)])
+    indexes = [0] * elements
+    if version < 8:
+        fetch = OffsetFetchRequest(topics=[OffsetFetchRequestTopic(name="", partition_indexes=indexes)])
+    else:
+        group = OffsetFetchRequestGroup(
+            group_id="", topics=[OffsetFetchRequestTopics(partition_indexes=indexes)]
+        )
+        fetch = OffsetFetchRequest(groups=[group] * elements)
+    return [(ApiKey.OFFSET_COMMIT, commit), (ApiKey.OFFSET_FETCH, fetch)]
+
+
+@pytest.mark.parametrize("version", range(11))
+def test_every_commit_and_fetch_element_takes_a_byte(version: int) -> None:
+    """The premise of skipping the count for requests of fewer bytes than request.max.items."""
+    for key, body in _smallest_commit_and_fetch(version, 50):
+        if (key, version) not in CODECS:
+            continue
+        out = bytearray()
+        CODECS[(key, version)][1](body, out)
+        decoded, _ = CODECS[(key, version)][0](bytes(out), 0)
+        assert count_items(decoded, 10**9) <= len(out)
+
+
+def test_a_commit_smaller_than_the_limit_is_not_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    def counted(body: Any, limit: int) -> int:
+        raise AssertionError("counted")
+
+    commit = OffsetCommitRequest(
+        group_id="g",
+        topics=[OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(0, 5)])],
+    )
+    monkeypatch.setattr(validation, "count_items", counted)
+    assert screen_request(LIMITS, ApiKey.OFFSET_COMMIT, 8, "c", commit, frame_bytes=80) is None
+    with pytest.raises(AssertionError, match="counted"):
+        screen_request(LIMITS, ApiKey.OFFSET_COMMIT, 8, "c", commit, frame_bytes=LIMITS.request_max_items + 1)
+    with pytest.raises(AssertionError, match="counted"):
+        screen_request(LIMITS, ApiKey.OFFSET_COMMIT, 8, "c", commit)
+    join = _join()
+    with pytest.raises(AssertionError, match="counted"):
+        screen_request(LIMITS, ApiKey.JOIN_GROUP, 7, "c", join, frame_bytes=80)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [
+        ("group_id", "g" * (LIMITS.group_id_max_chars + 1), ErrorCode.INVALID_GROUP_ID),
+        ("member_id", "m" * (LIMITS.member_id_max_chars + 1), ErrorCode.UNKNOWN_MEMBER_ID),
+        ("member_id", "m\x00", ErrorCode.UNKNOWN_MEMBER_ID),
+        ("group_instance_id", "i" * (LIMITS.group_id_max_chars + 1), ErrorCode.UNKNOWN_MEMBER_ID),
+        ("group_instance_id", "i\x00", ErrorCode.UNKNOWN_MEMBER_ID),
+    ],
+)
+def test_offset_commit_identifiers_are_checked(field: str, value: str, code: int) -> None:
+    commit = OffsetCommitRequest(
+        group_id="g",
+        member_id="m",
+        topics=[OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(3, 5)])],
+    )
+    assert screen_request(LIMITS, ApiKey.OFFSET_COMMIT, 8, "c", commit) is None
+    setattr(commit, field, value)
+    screening = screen_request(LIMITS, ApiKey.OFFSET_COMMIT, 8, "c", commit)
+    assert screening is not None
+    assert [(p.partition_index, p.error_code) for p in screening.answer.topics[0].partitions] == [(3, code)]
