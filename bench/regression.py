@@ -63,7 +63,8 @@ KAFKA_TOPICS = {
 # Where Kafka's figure of a workload is not measured as ours is: printed under the table.
 KAFKA_CAVEATS = {
     "groups": "RSS is the JVM's (heap up to -Xmx1g): it grows with garbage not yet collected "
-    "(the sample is 1 s after the last group), so it bounds Kafka's memory per group from above",
+    "(the sample is 1 s after the last group), so it bounds Kafka's memory per group from above; "
+    "with few groups (--groups) it is mostly the heap's growth",
     "commit": "Kafka's defaults append the commit to __consumer_offsets without an fsync "
     "(its durability is replication, one replica here); ours replies after SQLite's fsync (FULL)",
     "commit100": "as for commit: no fsync per OffsetCommit on Kafka, SQLite FULL on ours",
