@@ -160,7 +160,7 @@ class PostgresStore:
             raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
         finally:
             await self._close_connection(conn)
-        return loaded_state(rows)
+        return loaded_state(rows, offset_rows=True)
 
     async def load_unsharded(self) -> LoadedState:
         """Topics, credentials, ACLs and the cluster id (the group lists are empty)."""
@@ -204,7 +204,7 @@ class PostgresStore:
             raise StoreError(f"corrupt row in PostgreSQL {self.where}: {exc}") from exc
         finally:
             await self._close_connection(conn)
-        return loaded_state(rows)
+        return loaded_state(rows, offset_rows=True)
 
     async def load_identity(self) -> StoredIdentity:
         self._check_open()
@@ -522,7 +522,9 @@ class PostgresStore:
 
 async def _fetch(conn: Any, table: Table[Any], query: str, *args: Any) -> list[Any]:
     records: list[Any] = []
-    read = postgres_reader(table)
+    # Offsets are kept as rows: the core loads them straight into its columns
+    # (docs/performance.md#offsets-in-parallel-arrays).
+    read = postgres_reader(table, keep_rows=table is OFFSETS)
     # A cursor keeps the client's memory bounded to one chunk of asyncpg Records; it needs
     # the caller's transaction.
     cursor = await conn.cursor(query, *args)

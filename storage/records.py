@@ -13,9 +13,10 @@ group's members).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, MutableMapping
+from collections.abc import Hashable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic, Self, TypeVar
+from itertools import starmap
+from typing import ClassVar, Generic, Self, TypeVar, overload
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
@@ -677,13 +678,69 @@ class GroupEventRecord:
     details: str  # a JSON object
 
 
+# One offsets row as a store reads it, in OffsetCommitRecord's field order: (group id, topic,
+# partition, offset, leader epoch, metadata, commit ms, expire ms or None).
+OffsetRow = tuple[str, str, int, int, int, str, int, int | None]
+
+
+class StoredOffsets(Sequence[OffsetCommitRecord]):
+    """Loaded offset rows kept as the store read them (``rows``), seen as records: the core
+    loads the rows straight into its columns, and a record is built only when one is read
+    (docs/performance.md#offsets-in-parallel-arrays). Equal to any sequence of equal records."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[OffsetRow]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> OffsetCommitRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[OffsetCommitRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> OffsetCommitRecord | list[OffsetCommitRecord]:
+        if isinstance(index, slice):
+            return list(starmap(OffsetCommitRecord, self.rows[index]))
+        return OffsetCommitRecord(*self.rows[index])
+
+    def __iter__(self) -> Iterator[OffsetCommitRecord]:
+        return starmap(OffsetCommitRecord, self.rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredOffsets):
+            return self.rows == other.rows
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(other) == len(self.rows) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredOffsets({list(self)!r})"
+
+
+def offset_rows(offsets: Sequence[OffsetCommitRecord]) -> Sequence[OffsetRow]:
+    """The rows of loaded offsets (``OffsetRow``s), without records when the store kept them."""
+    if isinstance(offsets, StoredOffsets):
+        return offsets.rows
+    return [
+        (r.group_id, r.topic, r.partition, r.offset, r.leader_epoch, r.metadata, r.commit_ms, r.expire_ms)
+        for r in offsets
+    ]
+
+
 @dataclass(slots=True)
 class LoadedState:
     """Everything a backend holds, as returned by ``Store.load``."""
 
     topics: list[TopicRecord]
     groups: list[GroupMetadataRecord]
-    offsets: list[OffsetCommitRecord]
+    # A list of records, or the rows as read (StoredOffsets; SQLite).
+    offsets: Sequence[OffsetCommitRecord]
     credentials: list[UserCredentialRecord] = field(default_factory=list)
     acls: list[AclRecord] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRecord] = field(default_factory=list)

@@ -98,9 +98,14 @@ def postgres_key_columns(table: Table[Any], keys: Sequence[Hashable]) -> tuple[S
     return postgres_columns(key_columns, [table.key_values(k) for k in keys])
 
 
-def postgres_reader(table: Table[Any]) -> Callable[[Sequence[Any]], Any]:
-    """Turns a fetched PostgreSQL row into the table's record."""
-    from_row = table.from_row
+def _values(*values: Any) -> tuple[Any, ...]:
+    return values
+
+
+def postgres_reader(table: Table[Any], keep_rows: bool = False) -> Callable[[Sequence[Any]], Any]:
+    """Turns a fetched PostgreSQL row into the table's record, or with ``keep_rows`` into a
+    tuple of its values (the record's fields in order)."""
+    from_row = _values if keep_rows else table.from_row
     utf8 = [i for i, c in enumerate(table.written) if c.type.postgres_utf8_bytes]
     if not utf8:
         return lambda row: from_row(*row)

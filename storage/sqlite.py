@@ -293,6 +293,12 @@ class SQLiteStore:
                     else:
                         query = sqlite_sql(table).select + _OF_GROUPS
                         cursor = conn.execute(query, (json.dumps(group_ids),))
+                    if table is OFFSETS:
+                        # Kept as rows: the core loads them straight into its columns
+                        # (docs/performance.md#offsets-in-parallel-arrays).
+                        while chunk := cursor.fetchmany(_FETCH_ROWS):
+                            records.extend(chunk)
+                        continue
                     while chunk := cursor.fetchmany(_FETCH_ROWS):
                         records.extend(itertools.starmap(table.from_row, chunk))
             finally:
@@ -302,7 +308,7 @@ class SQLiteStore:
             raise StoreError(f"cannot load from SQLite database {self.path}: {exc}") from exc
         except CodecError as exc:
             raise StoreError(f"corrupt row in SQLite database {self.path}: {exc}") from exc
-        return loaded_state(rows)
+        return loaded_state(rows, offset_rows=True)
 
     def _group_ids_sync(self) -> list[str]:
         conn = self._reader_connection()

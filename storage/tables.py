@@ -43,6 +43,7 @@ from storage.records import (
     ShareGroupRecord,
     ShareMemberRecord,
     SharePartitionStateRecord,
+    StoredOffsets,
     StreamsGroupRecord,
     StreamsMemberRecord,
     TopicRecord,
@@ -601,12 +602,16 @@ GROUP_EVENTS: Final[Table[GroupEventRecord]] = Table(
 )
 
 
-def loaded_state(rows: Mapping[str, Sequence[Any]]) -> LoadedState:
-    """The records of every state table, by table name, as ``Store.load`` returns them."""
+def loaded_state(rows: Mapping[str, Sequence[Any]], offset_rows: bool = False) -> LoadedState:
+    """The records of every state table, by table name, as ``Store.load`` returns them; with
+    ``offset_rows`` the offsets table holds the rows as read, kept so (``StoredOffsets``)."""
+    offsets = rows[OFFSETS.name]
     return LoadedState(
         topics=list(rows[TOPICS.name]),
         groups=list(rows[GROUPS.name]),
-        offsets=list(rows[OFFSETS.name]),
+        offsets=StoredOffsets(offsets if isinstance(offsets, list) else list(offsets))
+        if offset_rows
+        else list(offsets),
         credentials=list(rows[USER_CREDENTIALS.name]),
         acls=list(rows[ACLS.name]),
         consumer_groups=list(rows[CONSUMER_GROUPS.name]),

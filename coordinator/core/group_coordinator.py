@@ -51,7 +51,14 @@ from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
-from storage.records import GroupConfigRecord, GroupRow, OffsetCommitRecord, OffsetTombstone, TxnOffsetRecord
+from storage.records import (
+    GroupConfigRecord,
+    GroupRow,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    TxnOffsetRecord,
+    offset_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +152,7 @@ class GroupCoordinator:
     def load(
         self,
         group_rows: Sequence[GroupRow],
-        offsets: list[OffsetCommitRecord],
+        offsets: Sequence[OffsetCommitRecord],
         now_ms: int,
         wall_ms: int,
         group_configs: list[GroupConfigRecord] | None = None,
@@ -166,7 +173,7 @@ class GroupCoordinator:
     def load_more(
         self,
         group_rows: Sequence[GroupRow],
-        offsets: list[OffsetCommitRecord],
+        offsets: Sequence[OffsetCommitRecord],
         now_ms: int,
         wall_ms: int,
         group_configs: list[GroupConfigRecord] | None = None,
@@ -179,11 +186,10 @@ class GroupCoordinator:
         self._enter(now_ms, wall_ms)
         group_configs = group_configs or []
         txn_offsets = txn_offsets or []
-        ids = (
-            {r.group_id for r in group_rows}
-            | {r.group_id for r in offsets}
-            | {r.group_id for r in txn_offsets}
-        )
+        # Offsets as rows, straight into the offsets' columns (records are not built for them
+        # when the store kept its rows: docs/performance.md#offsets-in-parallel-arrays).
+        rows = offset_rows(offsets)
+        ids = {r.group_id for r in group_rows} | {row[0] for row in rows} | {r.group_id for r in txn_offsets}
         held = [g for g in ids | {r.group_id for r in group_configs} if self._holds(g)]
         if held:
             raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
@@ -191,7 +197,7 @@ class GroupCoordinator:
         for kind in self._groups.kinds:
             kind.load(group_rows)
         self._groups.resolve_stored_twice(ids)
-        self._offsets.load(offsets)
+        self._offsets.load_rows(rows)
         self._txn_offsets.load(txn_offsets)
         fx = Effects()
         for kind in self._groups.kinds:
@@ -541,8 +547,7 @@ class GroupCoordinator:
         offsets = self._offsets.offsets.get(group_id)
         if offsets is None:
             return []
-        found = (offsets.get(topic, p) for topic in offsets.topics() for p in offsets.partitions(topic))
-        return [record for record in found if record is not None]
+        return offsets.records()
 
 
 def _apply_all(changes: list[PendingChange]) -> None:

@@ -11,9 +11,10 @@ the commit, so replaying both in order leaves the partition deleted, as storage 
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Sequence
-from itertools import groupby
-from operator import attrgetter
+from itertools import groupby, repeat
+from operator import attrgetter, itemgetter
 from typing import Final, TypeVar
 
 from coordinator.core.clock import ShardClock
@@ -32,6 +33,7 @@ from coordinator.core.errors import (
     offset_write_error,
 )
 from coordinator.core.group import OffsetExpiry
+from coordinator.core.group_offsets import GroupOffsets
 from coordinator.core.group_settings import BrokerGroupSettings
 from coordinator.core.registry import GroupRegistry
 from coordinator.core.shared_values import shared_value
@@ -57,7 +59,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
-from storage.records import OffsetCommitRecord, OffsetTombstone
+from storage.records import OffsetCommitRecord, OffsetRow, OffsetTombstone
 
 log = logging.getLogger(__name__)
 
@@ -65,51 +67,6 @@ INVALID_OFFSET: Final = -1
 
 # One partition of an OffsetFetch answer (its class differs between versions).
 _Entry = TypeVar("_Entry")
-
-
-class GroupOffsets:
-    """Offsets of one group: durable ones by topic and partition, plus in-flight commit counts."""
-
-    __slots__ = ("committed", "group_id", "in_flight")
-
-    def __init__(self, group_id: str) -> None:
-        # The group's own id object: every record committed later takes it instead of its
-        # request's copy (docs/performance.md#memory-per-idle-group).
-        self.group_id = group_id
-        self.committed: dict[str, dict[int, OffsetCommitRecord]] = {}
-        # None while no commit is in flight, i.e. in an idle group (an emptied dict keeps its table).
-        self.in_flight: dict[tuple[str, int], int] | None = None
-
-    def has_offsets(self) -> bool:
-        return bool(self.committed) or self.in_flight is not None
-
-    def __len__(self) -> int:
-        return sum(len(partitions) for partitions in self.committed.values())
-
-    def get(self, topic: str, partition: int) -> OffsetCommitRecord | None:
-        partitions = self.committed.get(topic)
-        return None if partitions is None else partitions.get(partition)
-
-    def is_pending(self, topic: str, partition: int) -> bool:
-        in_flight = self.in_flight
-        return in_flight is not None and (topic, partition) in in_flight
-
-    def put(self, record: OffsetCommitRecord) -> None:
-        self.committed.setdefault(record.topic, {})[record.partition] = record
-
-    def discard(self, topic: str, partition: int) -> None:
-        partitions = self.committed.get(topic)
-        if partitions is not None and partitions.pop(partition, None) is not None and not partitions:
-            del self.committed[topic]
-
-    def partitions(self, topic: str) -> list[int]:
-        """Partitions of ``topic`` with an offset or a commit in flight."""
-        found = set(self.committed.get(topic, ()))
-        found.update(p for t, p in self.in_flight or () if t == topic)
-        return sorted(found)
-
-    def topics(self) -> list[str]:
-        return sorted(self.committed.keys() | {t for t, _ in self.in_flight or ()})
 
 
 class _CommitWrite:
@@ -145,6 +102,11 @@ class _CommitWrite:
 
 def _never(group_id: str, topic: str, partition: int) -> bool:
     return False
+
+
+def _absent(partition: int) -> int:
+    """The position of a partition in a topic without offsets."""
+    return -1
 
 
 def metadata_too_large(metadata: str, max_bytes: int) -> bool:
@@ -320,16 +282,46 @@ class OffsetManager:
         if requested is None:
             if offsets is None:
                 return []
-            requested = [(topic, list(parts)) for topic, parts in offsets.committed.items()]
+            requested = [(t.topic, t.partitions()) for t in offsets.topic_offsets]
         # Per partition this is the hot loop of an OffsetFetch: the lookups are inlined, and
         # the pending checks run only when the request asks for stable offsets.
         result = []
         txn_pending = self.txn_pending if require_stable else None
         in_flight = None if offsets is None or not require_stable else offsets.in_flight
-        committed = None if offsets is None else offsets.committed
+        empty = array("q")
         for topic, partitions in requested:
-            records = None if committed is None else committed.get(topic)
-            values: list[_Entry] = []
+            entry = None if offsets is None else offsets.topic(topic)
+            if entry is None:
+                columns = empty
+                n = 0
+                index = _absent
+                texts = None
+            else:
+                columns = entry.columns
+                n = len(columns) >> 2
+                index = entry.index
+                texts = entry.metadata
+                if (
+                    txn_pending is None
+                    and in_flight is None
+                    and len(partitions) == n
+                    and columns[:n].tolist() == partitions
+                ):
+                    # Every committed partition of the topic, in order (a consumer's usual
+                    # fetch): the answers built column by column.
+                    values = list(
+                        map(
+                            make,
+                            partitions,
+                            columns[n : 2 * n].tolist(),
+                            columns[2 * n : 3 * n].tolist(),
+                            repeat("", n) if texts is None else texts,
+                            repeat(NONE, n),
+                        )
+                    )
+                    result.append((topic, values))
+                    continue
+            values = []
             append = values.append
             for p in partitions:
                 if (txn_pending is not None and txn_pending(group_id, topic, p)) or (
@@ -339,11 +331,12 @@ class OffsetManager:
                     # commit is durable.
                     append(make(p, INVALID_OFFSET, -1, "", UNSTABLE_OFFSET_COMMIT))
                     continue
-                record = None if records is None else records.get(p)
-                if record is None:
+                i = p if 0 <= p < n and columns[p] == p else index(p)
+                if i < 0:
                     append(make(p, INVALID_OFFSET, -1, "", NONE))
                 else:
-                    append(make(p, record.offset, record.leader_epoch, record.metadata, NONE))
+                    text = "" if texts is None else texts[i]
+                    append(make(p, columns[n + i], columns[2 * n + i], text, NONE))
             result.append((topic, values))
         return result
 
@@ -415,7 +408,7 @@ class OffsetManager:
     def expired_offsets(self, group_id: str, expiry: OffsetExpiry, now_wall_ms: int) -> list[OffsetTombstone]:
         """KIP-211: tombstones for this group's expired offsets (docs/groups.md#offsets-and-retention)."""
         offsets = self.offsets.get(group_id)
-        if offsets is None or not offsets.committed:
+        if offsets is None or not offsets.has_committed():
             return []
         return self._expired(group_id, offsets, expiry.keep_topics, expiry.base_ms, now_wall_ms)
 
@@ -429,16 +422,22 @@ class OffsetManager:
     ) -> list[OffsetTombstone]:
         retention_ms = self.config.offsets_retention_ms
         expired: list[OffsetTombstone] = []
-        for topic, partitions in offsets.committed.items():
+        for entry in offsets.topic_offsets:
+            topic = entry.topic
             if topic in keep_topics:
                 continue
-            for partition, record in partitions.items():
+            columns = entry.columns
+            n = len(columns) >> 2
+            expire = entry.expire_ms
+            for i in range(n):
+                partition = columns[i]
                 if offsets.is_pending(topic, partition) or self.txn_pending(group_id, topic, partition):
                     continue  # Kafka keeps an offset whose partition has a transaction open
-                if record.expire_ms is not None:
-                    if now_wall_ms >= record.expire_ms:
+                expire_ms = None if expire is None else expire[i]
+                if expire_ms is not None:
+                    if now_wall_ms >= expire_ms:
                         expired.append(OffsetTombstone(group_id, topic, partition))
-                elif now_wall_ms - (record.commit_ms if base_ms is None else base_ms) >= retention_ms:
+                elif now_wall_ms - (columns[3 * n + i] if base_ms is None else base_ms) >= retention_ms:
                     expired.append(OffsetTombstone(group_id, topic, partition))
         return expired
 
@@ -450,11 +449,7 @@ class OffsetManager:
         if offsets.in_flight:
             return True
         removed = {(t.topic, t.partition) for t in tombstones if t.group_id == group_id}
-        return any(
-            (topic, partition) not in removed
-            for topic, partitions in offsets.committed.items()
-            for partition in partitions
-        )
+        return any(key not in removed for key in offsets.committed_keys())
 
     def apply_tombstones(self, tombstones: Iterable[OffsetTombstone]) -> None:
         """Replay durable tombstones: those partitions have no offset any more."""
@@ -483,32 +478,51 @@ class OffsetManager:
 
     def replay(self, record: OffsetCommitRecord) -> None:
         """Apply a durable offset; offsets without a group make an Empty "simple" group."""
-        self.ensure_group(record.group_id)
-        offsets = self.offsets.get(record.group_id)
-        if offsets is None:
-            offsets = self.offsets[record.group_id] = GroupOffsets(record.group_id)
-        offsets.put(record)
+        self._group_offsets(record.group_id).put(record)
 
-    def replay_group(self, group_id: str, records: Iterable[OffsetCommitRecord]) -> None:
-        """``replay`` of durable offsets that all belong to ``group_id`` (one commit's records,
-        or a run of loaded rows)."""
-        self.ensure_group(group_id)
-        offsets = self.offsets.get(group_id)
-        if offsets is None:
-            offsets = self.offsets[group_id] = GroupOffsets(group_id)
-        committed = offsets.committed
-        for record in records:
-            partitions = committed.get(record.topic)
-            if partitions is None:
-                partitions = committed[record.topic] = {}
-            partitions[record.partition] = record
+    def replay_group(self, group_id: str, records: Sequence[OffsetCommitRecord]) -> None:
+        """``replay`` of durable offsets that all belong to ``group_id`` (one commit's records)."""
+        offsets = self._group_offsets(group_id)
+        topic = records[0].topic
+        if len(records) == 1 or [r.topic for r in records].count(topic) == len(records):
+            entry = offsets.topic(topic)  # one topic: no runs to split
+            if entry is not None:
+                entry.update(records)
+                return
+        for topic, run in groupby(records, key=_RECORD_TOPIC):
+            entry = offsets.topic(topic)
+            if entry is None:
+                # A topic's first commit: its columns built at once, at their exact size.
+                offsets.load_topic(topic, [_row(r) for r in run])
+            else:
+                entry.update(list(run))
 
     def load(self, records: Iterable[OffsetCommitRecord]) -> None:
+        """Storage rows as records, one per key (the last one wins): ``load_rows`` of their fields."""
+        self.load_rows(map(_row, records))
+
+    def load_rows(self, rows: Iterable[OffsetRow]) -> None:
         """Storage rows, one per key (the last one wins). The stores read them in key order, so a
-        group's rows come together: its group is checked and its offsets found once per run of
-        rows, not once per row (any order still gives the same state, in more runs)."""
-        for group_id, rows in groupby(records, key=_GROUP_ID):
-            self.replay_group(group_id, rows)
+        group's rows come together, and a topic's within them: the group is checked and its
+        offsets found once per run of rows, and each topic's columns are built in one go at
+        their exact size (any order still gives the same state, in more runs;
+        docs/performance.md#offsets-in-parallel-arrays)."""
+        for group_id, group_rows in groupby(rows, key=_GROUP_ID):
+            offsets = self._group_offsets(group_id)
+            for topic, topic_rows in groupby(group_rows, key=_TOPIC):
+                offsets.load_topic(topic, list(topic_rows))
+
+    def _group_offsets(self, group_id: str) -> GroupOffsets:
+        """The group's offsets, made (and its group, a simple one without) when it has none."""
+        self.ensure_group(group_id)
+        offsets = self.offsets.get(group_id)
+        if offsets is not None:
+            return offsets
+        # The registry group's own id object, not the record's copy (it may be of a kind the
+        # registry hands no group object for).
+        group = self.registry.group(group_id)
+        offsets = self.offsets[group_id] = GroupOffsets(group_id if group is None else group.group_id)
+        return offsets
 
     def ensure_group(self, group_id: str) -> None:
         """Offsets belong to a group of some kind; without one, a simple group of the default kind."""
@@ -516,7 +530,15 @@ class OffsetManager:
             self.registry.create_offsets_group(group_id)
 
 
-_GROUP_ID: Final = attrgetter("group_id")
+_GROUP_ID: Final = itemgetter(0)
+_RECORD_TOPIC: Final = attrgetter("topic")
+
+
+def _row(r: OffsetCommitRecord) -> OffsetRow:
+    return (r.group_id, r.topic, r.partition, r.offset, r.leader_epoch, r.metadata, r.commit_ms, r.expire_ms)
+
+
+_TOPIC: Final = itemgetter(1)
 
 
 def _commit_response(req: OffsetCommitRequest, codes: list[int] | None, code: int) -> OffsetCommitResponse:

@@ -1,14 +1,19 @@
-"""An idle classic group keeps no empty pending-member sets, and groups subscribed to the same
-topics share one frozenset of them (see docs/performance.md)."""
+"""An idle classic group keeps no empty pending-member sets, groups subscribed to the same
+topics share one frozenset of them, and committed offsets are columns of an array per topic,
+not an object per offset (see docs/performance.md)."""
 
 from __future__ import annotations
 
+import gc
+import sys
 import tracemalloc
+from array import array
 from typing import Any
 
 from coordinator.core.classic.group import ClassicGroup, session_key
 from coordinator.core.shared_values import MAX_SHARED_VALUE_SIZE, shared_value
 from coordinator.core.timers import Timers
+from storage.records import OffsetCommitRecord
 from tests.coordinator.harness import Harness, subscription
 
 
@@ -88,12 +93,32 @@ def test_committed_offsets_hold_the_groups_id_and_one_topic_name_and_no_in_fligh
         reply = h.commit(copy(group_id), offsets, member_id=copy(member_id), generation=generation)
         assert [p.error_code for t in reply.wire.topics for p in t.partitions] == [0, 0]
     stored = h.coordinator._offsets.offsets
-    records = [r for g in ("a", "b") for r in stored[g].committed["orders"].values()]
-    assert len(records) == 4
-    assert records[0].group_id is h.group("a").group_id
-    assert records[2].group_id is h.group("b").group_id
-    assert all(r.topic is records[0].topic for r in records)
+    assert stored["a"].group_id is h.group("a").group_id
+    assert stored["b"].group_id is h.group("b").group_id
+    (a_topic,), (b_topic,) = stored["a"].topic_offsets, stored["b"].topic_offsets
+    assert a_topic.topic == "orders" and a_topic.topic is b_topic.topic
     assert stored["a"].in_flight is None and stored["b"].in_flight is None
+
+
+def test_a_groups_offsets_hold_no_object_per_offset_or_dict_per_topic() -> None:
+    h = Harness()
+    h.catalog.set_topic("orders", 3)
+    (member_id,), generation = h.stable_group("g", 1)
+    offsets = {("orders", p): 100 + p for p in (2, 0, 1)}
+    reply = h.commit("g", offsets, member_id=member_id, generation=generation)
+    assert [p.error_code for t in reply.wire.topics for p in t.partitions] == [0, 0, 0]
+    group_offsets = h.coordinator._offsets.offsets["g"]
+    (entry,) = group_offsets.topic_offsets
+    # One array of four parallel columns, partitions ascending; no metadata or expiry lists.
+    assert type(entry.columns) is array and entry.columns.typecode == "q"
+    now = h.wall_ms
+    assert entry.columns.tolist() == [0, 1, 2, 100, 101, 102, -1, -1, -1, now, now, now]
+    assert entry.metadata is None and entry.expire_ms is None
+    assert group_offsets._index is None
+    held = gc.get_referents(group_offsets) + gc.get_referents(entry)
+    assert not any(isinstance(o, (OffsetCommitRecord, dict)) for o in held)
+    # The array is built at its exact size, not over-allocated by inserts.
+    assert sys.getsizeof(entry.columns) == sys.getsizeof(array("q", entry.columns.tolist()))
 
 
 def test_cancelled_timers_leave_at_most_a_quarter_of_the_live_keys_behind() -> None:
