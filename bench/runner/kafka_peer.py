@@ -16,7 +16,13 @@ import uuid
 from pathlib import Path
 
 from protocol.apis import ApiKey
+from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from runner.common import ROOT, SERVER_CPU
 from runner.servers import Env, Server, free_port, proc_cpu_rss
 from tests.support.wire_client import WireClient
@@ -24,6 +30,7 @@ from tests.support.wire_client import WireClient
 KAFKA_LIB = ROOT / "tests" / "java" / "target" / "lib"
 KAFKA_VERSION = "4.4.0"
 HEAP = "-Xmx1g"
+TOPIC_ALREADY_EXISTS = 36
 
 
 def _java(main_class: str, *args: str) -> list[str]:
@@ -95,3 +102,36 @@ def start_kafka(env: Env, workdir: Path, delay_ms: int | None = 0) -> Server:
         time.sleep(0.2)
     cpu, rss = proc_cpu_rss(proc.pid)
     return Server("peer", proc, port, time.monotonic() - started, log_path, cpu, rss, started)
+
+
+def wait_committable(server: Server, topic: str, partitions: int, timeout: float = 60) -> None:
+    """Create ``topic`` and wait until Kafka takes offset commits on every partition of it.
+
+    Kafka answers OffsetCommit with UNKNOWN_TOPIC_OR_PARTITION for a while after CreateTopics (until
+    the topic reaches the broker's metadata cache), and a generator that starts at once counts
+    those quick error replies as commits."""
+    deadline = time.monotonic() + timeout
+    with WireClient(server.addr, timeout=10) as client:
+        topics = [CreatableTopic(name=topic, num_partitions=partitions, replication_factor=1)]
+        created = client.request(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=topics))
+        failed = {t.error_code for t in created.topics} - {0, TOPIC_ALREADY_EXISTS}
+        if failed:
+            raise RuntimeError(f"Kafka: CreateTopics {topic}: error codes {sorted(failed)}")
+        commit = OffsetCommitRequest(
+            group_id="bench-ready",
+            topics=[
+                OffsetCommitRequestTopic(
+                    name=topic, partitions=[OffsetCommitRequestPartition(i, 0) for i in range(partitions)]
+                )
+            ],
+        )
+        while True:
+            answer = client.request(ApiKey.OFFSET_COMMIT, 8, commit)
+            errors = {p.error_code for t in answer.topics for p in t.partitions} - {0}
+            if not errors:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"Kafka took no offset commit on {topic} in {timeout:.0f} s: {sorted(errors)}"
+                )
+            time.sleep(0.05)
