@@ -125,6 +125,17 @@ def parse_subscribed_topics(metadata: bytes) -> frozenset[str] | None:
     return frozenset(subscription.topics)
 
 
+def union_of_subscriptions(subscriptions: Iterable[bytes]) -> frozenset[str] | None:
+    """The topics of every ConsumerProtocolSubscription, or None if one does not parse."""
+    topics: set[str] = set()
+    for metadata in subscriptions:
+        parsed = parse_subscribed_topics(metadata)
+        if parsed is None:
+            return None
+        topics |= parsed
+    return shared_set(frozenset(topics))
+
+
 @dataclass(slots=True, eq=False)
 class ClassicGroup:
     group_id: str
@@ -149,7 +160,10 @@ class ClassicGroup:
     # (name, supporting members) pairs, one shared tuple for every group with the same counts (a
     # dict per group cost 184 B; docs/performance.md#memory-per-idle-group): read protocol_support.
     _support: tuple[tuple[str, int], ...] = ()
-    subscribed_topics: frozenset[str] | None = None
+    # The subscribed topics (read subscribed_topics), or, for a group as loaded, the subscription
+    # bytes of its members at load (one member: its bytes; several: a tuple of them), parsed on
+    # first read: most loaded groups are never asked (docs/performance.md#restart-decoding).
+    _subscribed: frozenset[str] | bytes | tuple[bytes, ...] | None = None
     # Initial delayed join (group.initial.rebalance.delay.ms): a member joined during the delay.
     new_member_added: bool = False
     # (delay_ms, remaining_ms) while the join timer is the initial delayed join, else None.
@@ -448,6 +462,36 @@ class ClassicGroup:
 
     # -- subscriptions -------------------------------------------------------------------------
 
+    @property
+    def subscribed_topics(self) -> frozenset[str] | None:
+        """The union of the members' subscriptions as of the last completed generation (or the
+        load) for "consumer" groups; None when unknown."""
+        subscribed = self._subscribed
+        if subscribed is None or type(subscribed) is frozenset:
+            return subscribed
+        topics = union_of_subscriptions((subscribed,) if type(subscribed) is bytes else subscribed)  # type: ignore[arg-type]
+        self._subscribed = topics
+        return topics
+
+    @subscribed_topics.setter
+    def subscribed_topics(self, topics: frozenset[str] | None) -> None:
+        self._subscribed = topics
+
+    def keep_subscriptions_unparsed(self) -> None:
+        """subscribed_topics as compute_subscribed_topics would give it now, parsed only when
+        first read: the members' subscription bytes are kept (the objects the members hold)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            self._subscribed = None
+        elif not self.members:
+            self._subscribed = frozenset()
+        elif self.protocol_name is None:
+            self._subscribed = None
+        elif len(self.members) == 1:
+            self._subscribed = next(iter(self.members.values())).metadata(self.protocol_name)
+        else:
+            protocol = self.protocol_name
+            self._subscribed = tuple(member.metadata(protocol) for member in self.members.values())
+
     def compute_subscribed_topics(self) -> frozenset[str] | None:
         """Union of the members' subscriptions for "consumer" groups; None when unknown."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
@@ -456,13 +500,8 @@ class ClassicGroup:
             return frozenset()
         if self.protocol_name is None:
             return None
-        topics: set[str] = set()
-        for member in self.members.values():
-            parsed = parse_subscribed_topics(member.metadata(self.protocol_name))
-            if parsed is None:
-                return None
-            topics |= parsed
-        return shared_set(frozenset(topics))
+        protocol = self.protocol_name
+        return union_of_subscriptions([member.metadata(protocol) for member in self.members.values()])
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
         """An unknown subscription counts as subscribed for "consumer" groups (Kafka)."""

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from coordinator.core.classic.group import (
-    ClassicGroup,
-    Member,
-    session_key,
-)
+from coordinator.core.classic.group import SESSION_TIMER, ClassicGroup, Member
+from coordinator.core.shared_values import shared_support
 from coordinator.core.state import GroupState
 from storage.records import GroupMetadataRecord, MemberRecord
 
@@ -41,10 +38,16 @@ def group_record(group: ClassicGroup, assignments: Mapping[str, bytes]) -> Group
 
 
 def group_from_record(record: GroupMetadataRecord) -> ClassicGroup:
-    """docs/groups.md#loading: Stable at the persisted generation with its members, or Empty without members."""
+    """docs/groups.md#loading: Stable at the persisted generation with its members, or Empty without members.
+
+    The members go straight into the group (what ``add_member`` would leave for a member
+    without a parked JoinGroup supporting only the group's protocol), and the subscribed topics
+    are parsed when first read (docs/performance.md#restart-decoding)."""
     protocol = record.protocol_name or ""
+    group_id = record.group_id
+    protocol_type = record.protocol_type or ""
     group = ClassicGroup(
-        record.group_id,
+        group_id,
         state=GroupState.STABLE if record.members else GroupState.EMPTY,
         state_ms=record.state_ms if record.state_ms >= 0 else None,
         generation_id=record.generation_id,
@@ -52,24 +55,29 @@ def group_from_record(record: GroupMetadataRecord) -> ClassicGroup:
         protocol_name=record.protocol_name,
         leader_id=record.leader_id,
     )
+    members = group.members
     for m in record.members:
-        member = Member(
-            member_id=m.member_id,
-            group_instance_id=m.group_instance_id,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            rebalance_timeout_ms=m.rebalance_timeout_ms
-            if m.rebalance_timeout_ms >= 0
-            else m.session_timeout_ms,
-            session_timeout_ms=m.session_timeout_ms,
-            protocol_type=record.protocol_type or "",
-            protocols=((protocol, m.subscription),),
-            session_key=session_key(record.group_id, m.member_id),
-            assignment=m.assignment,
+        member_id = m.member_id
+        instance_id = m.group_instance_id
+        if instance_id is not None:
+            if instance_id in group.static_members:
+                raise ValueError(f"static member {instance_id} is already in group {group_id}")
+            group._set_static_member(instance_id, member_id)
+        members[member_id] = Member(
+            member_id,
+            instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms,
+            m.session_timeout_ms,
+            protocol_type,
+            ((protocol, m.subscription),),
+            (SESSION_TIMER, group_id, member_id),
+            m.assignment,
         )
-        group.add_member(member, None, 0)
-    group.protocol_type = record.protocol_type or None  # add_member set it from the members
-    if group.leader_id not in group.members:
-        group.leader_id = next(iter(group.members), None)
-    group.subscribed_topics = group.compute_subscribed_topics()
+    if record.members:
+        group._support = shared_support(((protocol, len(record.members)),))
+    if group.leader_id not in members:
+        group.leader_id = next(iter(members), None)
+    group.keep_subscriptions_unparsed()
     return group
