@@ -88,6 +88,21 @@ def encode_members(members: tuple[MemberRecord, ...]) -> bytes:
 
 
 def decode_members(blob: bytes) -> tuple[MemberRecord, ...]:
+    # Every field read inline (a restart decodes one blob per stored classic group:
+    # docs/performance.md#restart-decoding); _get_bytes's checks, in the same order.
+    if type(blob) is not bytes:  # a driver's memoryview: its slices have no decode()
+        blob = bytes(blob)
+    unpack_i32 = _I32.unpack_from
+    size = len(blob)
+
+    def field(pos: int) -> tuple[bytes, int]:
+        (n,) = unpack_i32(blob, pos)
+        start = pos + 4
+        end = start + n
+        if n < 0 or end > size:
+            raise CodecError(f"bad length {n} at offset {pos}")
+        return blob[start:end], end
+
     try:
         version = blob[0]
         if version != MEMBERS_V1:
@@ -96,33 +111,32 @@ def decode_members(blob: bytes) -> tuple[MemberRecord, ...]:
         pos = 5
         members = []
         for _ in range(count):
-            member_id, pos = _get_str(blob, pos)
-            (n,) = _I32.unpack_from(blob, pos)
-            if n == -1:
+            member_id, pos = field(pos)
+            if unpack_i32(blob, pos)[0] == -1:
                 instance_id: str | None = None
                 pos += 4
             else:
-                instance_id, pos = _get_str(blob, pos)
-            client_id, pos = _get_str(blob, pos)
-            client_host, pos = _get_str(blob, pos)
+                raw_instance_id, pos = field(pos)
+                instance_id = raw_instance_id.decode()
+            client_id, pos = field(pos)
+            client_host, pos = field(pos)
             rebalance_timeout_ms, session_timeout_ms = _TIMEOUTS.unpack_from(blob, pos)
-            pos += _TIMEOUTS.size
-            subscription, pos = _get_bytes(blob, pos)
-            assignment, pos = _get_bytes(blob, pos)
+            subscription, pos = field(pos + 8)
+            assignment, pos = field(pos)
             members.append(
                 MemberRecord(
-                    member_id,
+                    member_id.decode(),
                     instance_id,
-                    client_id,
-                    client_host,
+                    client_id.decode(),
+                    client_host.decode(),
                     rebalance_timeout_ms,
                     session_timeout_ms,
-                    subscription,
-                    assignment,
+                    bytes(subscription),
+                    bytes(assignment),
                 )
             )
-        if pos != len(blob):
-            raise CodecError(f"{len(blob) - pos} trailing bytes after the members")
+        if pos != size:
+            raise CodecError(f"{size - pos} trailing bytes after the members")
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise CodecError(f"corrupt members blob: {exc}") from exc
     return tuple(members)
