@@ -283,6 +283,7 @@ class SQLiteStore:
         ``group_ids`` is given."""
         conn = self._connection() if group_ids is None else self._reader_connection()
         rows: dict[str, list[Any]] = {table.name: [] for table in STATE_TABLES}
+        ids = (json.dumps(group_ids),) if group_ids is not None else ()  # once for every table
         try:
             conn.execute("BEGIN")  # one read snapshot for all tables
             try:
@@ -292,7 +293,7 @@ class SQLiteStore:
                         cursor = conn.execute(sqlite_sql(table).select)
                     else:
                         query = sqlite_sql(table).select + _OF_GROUPS
-                        cursor = conn.execute(query, (json.dumps(group_ids),))
+                        cursor = conn.execute(query, ids)
                     if table is OFFSETS:
                         # Kept as rows: the core loads them straight into its columns
                         # (docs/performance.md#offsets-in-parallel-arrays).

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
 from typing import Final, TypeVar
 
 from coordinator.core.clock import ShardClock
@@ -61,6 +62,7 @@ from storage.records import (
 )
 
 log = logging.getLogger(__name__)
+_ROW_GROUP_ID: Final = itemgetter(0)
 
 RETENTION_TIMER: Final = "retention"
 RETENTION_KEY: Final[TimerKey] = (RETENTION_TIMER,)
@@ -189,7 +191,11 @@ class GroupCoordinator:
         # Offsets as rows, straight into the offsets' columns (records are not built for them
         # when the store kept its rows: docs/performance.md#offsets-in-parallel-arrays).
         rows = offset_rows(offsets)
-        ids = {r.group_id for r in group_rows} | {row[0] for row in rows} | {r.group_id for r in txn_offsets}
+        ids = (
+            {r.group_id for r in group_rows}
+            | set(map(_ROW_GROUP_ID, rows))
+            | {r.group_id for r in txn_offsets}
+        )
         held = [g for g in ids | {r.group_id for r in group_configs} if self._holds(g)]
         if held:
             raise RuntimeError(f"load_more() of groups already held: {sorted(held)[:5]}")
