@@ -9,6 +9,9 @@ for each workload and repeat starts a fresh server of each kind on a free loopba
 pinned with ``taskset -c 0`` (the generator runs on ``-c 1``), runs the generator, and stops
 the server. Results: medians with min-max, the ratio ours/peer per repeat, and the server's
 CPU time per operation from /proc/PID/stat. Raw JSON and a Markdown table go to bench/results/.
+With ``--peer kafka``, Kafka takes commits on the generator's topic before the commit and groups
+workloads start, and a Kafka phase whose replies are more than 1 % errors shows as n/a (the
+generator counts error replies as operations; runner/error_replies.py).
 """
 
 from __future__ import annotations
