@@ -49,6 +49,7 @@ from typing import Any
 from commit_ab import export, start
 from runner.build import build_loadgen
 from runner.common import DASH, ROOT, TIMES, log
+from runner.error_replies import error_replies
 from runner.kafka_peer import KAFKA_VERSION, start_kafka, wait_committable
 from runner.servers import Env, Server, loadgen
 
@@ -139,16 +140,9 @@ def checked(results: list[dict[str, Any]], workload: str) -> list[dict[str, Any]
     if failed or not results:
         raise RuntimeError(f"{workload} workload failed: {failed or 'no result'}")
     for r in results:
-        # Error replies count as operations in the generator's rates: a few are noise, more
-        # would make the figure a different workload's (Kafka answers UNKNOWN_TOPIC_OR_PARTITION
-        # until a new topic reaches its metadata).
-        errors = sum(r.get("errors", {}).values())
-        if errors:
-            log(f"  {r['name']}: {errors:,} of {r['ops']:,} replies carried error codes {r['errors']}")
-        if errors > 0.01 * max(int(r["ops"]), 1):
-            raise RuntimeError(
-                f"{r['name']}: {errors:,} of {r['ops']:,} replies carried error codes {r['errors']}"
-            )
+        why = error_replies(r)
+        if why is not None:
+            raise RuntimeError(why)
     return results
 
 

@@ -96,6 +96,21 @@ def start(env: Env, kind: str, name: str, **kwargs: Any) -> Server:
     raise AssertionError("unreachable")
 
 
+def committable(env: Env, kind: str, server: Server, topic: str, partitions: int) -> Server:
+    """``server``, once Kafka (as the peer) takes commits on the generator's ``topic``: Kafka
+    answers UNKNOWN_TOPIC_OR_PARTITION until a new topic reaches its metadata, and the generator
+    would count those replies as commits. Ours takes them at once."""
+    if kind == "peer" and env.args.peer == "kafka":
+        from runner.kafka_peer import wait_committable
+
+        try:
+            wait_committable(server, topic, partitions)
+        except BaseException:
+            server.stop()
+            raise
+    return server
+
+
 def run_rebalance(env: Env, profile: Profile, kind: str, rep: int, delay_ms: int = 0) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     sizes = profile.rebalance_sizes if delay_ms == 0 else [1, 100]
@@ -144,7 +159,8 @@ def run_commit(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str
             kinds.append("ours-pg")
     results: list[dict[str, Any]] = []
     for k in kinds:
-        with running(start(env, k, "commit")) as server:
+        # The generator's topic has as many partitions as the largest commit (-partitions).
+        with running(committable(env, k, start(env, k, "commit"), "bench-commit", 100)) as server:
             flags = [
                 "-conns", str(profile.commit_conns), "-inflight", str(profile.commit_inflight),
                 "-duration", f"{profile.pipe_seconds}s", "-partitions", "1,100", "-modes", "simple,member",
@@ -160,7 +176,8 @@ def run_commit(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str
 
 
 def run_groups(env: Env, profile: Profile, kind: str, rep: int) -> list[dict[str, Any]]:
-    with running(start(env, kind, "groups")) as server:
+    # The generator's topic has one partition per offset each group commits (-offsets).
+    with running(committable(env, kind, start(env, kind, "groups"), "bench-groups", 3)) as server:
         flags = [
             "-groups", str(profile.groups), "-conns", str(profile.groups_conns),
             "-budget", f"{profile.groups_budget_s}s", "-offsets", "3",
