@@ -77,7 +77,12 @@ def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 0})
     payload = b"x" * size
     for n in range(records):
-        producer.produce(topic, payload, partition=n % partitions)
+        while True:
+            try:
+                producer.produce(topic, payload, partition=n % partitions)
+                break
+            except BufferError:  # the client's queue is full (over 100,000 records): let it drain
+                producer.poll(0.05)
         if n % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
